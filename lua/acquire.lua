@@ -1,0 +1,34 @@
+-- acquire: take the lock for an owner, or re-enter it; idempotent under client retries.
+--
+-- KEYS[1]  lock key N (hash: owner field -> hold count), Redisson's RLock layout
+-- ARGV[1]  lease in ms, applied with PEXPIRE on success
+-- ARGV[2]  owner field "<client uuid>:<owner id>"
+-- ARGV[3]  expected hold count c: the owner's count on N as the client knows it
+--
+-- Returns
+--   nil      acquired: the owner's count is now c+1 (also when it already was c+1:
+--            a retried execution of this same call, or a hand-off to this owner)
+--   integer  not acquired: PTTL of N in ms (-1: the holder set no expiry)
+--   {n}      the owner's count in Redis is n, not c: nothing changed
+--            (n == 0 means the owner's earlier holds were lost)
+--
+-- Compared with Redisson's acquire (same effect on N), the expected count makes a
+-- second execution of the same request, after go-redis retried a call whose reply
+-- was lost, a no-op instead of a second hold. HGET comes first so that a non-hash
+-- value at N fails with WRONGTYPE before anything is written.
+local n = redis.call('hget', KEYS[1], ARGV[2])
+n = n and tonumber(n) or 0
+local c = tonumber(ARGV[3])
+if n == c + 1 then
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+if n ~= c then
+  return {n}
+end
+if n == 0 and redis.call('exists', KEYS[1]) == 1 then
+  return redis.call('pttl', KEYS[1])
+end
+redis.call('hincrby', KEYS[1], ARGV[2], 1)
+redis.call('pexpire', KEYS[1], ARGV[1])
+return nil

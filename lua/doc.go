@@ -1,0 +1,19 @@
+// Package lua holds holdfast's server-side scripts and the names of the keys and
+// channels they touch.
+//
+// Each operation on a lock is one embedded .lua file, headed by its KEYS/ARGV
+// contract, and runs atomically in one round trip through redis.Script (EVALSHA,
+// with EVAL when the server has lost its script cache). The Go functions here are
+// typed wrappers: they build KEYS and ARGV from Go values (durations become
+// milliseconds only here) and turn replies into Go values, so no []any leaks out.
+//
+// The data layout is Redisson's RLock: the lock is a hash at the lock's name, each
+// field an owner "<client uuid>:<owner id>" and its value the owner's hold count;
+// unlock messages are "0" on redisson_lock__channel:{name}. Every key and channel a
+// script touches is passed in KEYS and carries the same hash tag as the lock (see
+// ChannelName), so the scripts work unchanged on Redis Cluster.
+//
+// Where holdfast adds to Redisson's scripts (an expected hold count that makes a
+// retried call idempotent, a hand-off to a successor), the effect on the lock key
+// stays one that Redisson clients understand.
+package lua

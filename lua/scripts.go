@@ -1,0 +1,259 @@
+package lua
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed acquire.lua
+	acquireSrc string
+	//go:embed release.lua
+	releaseSrc string
+	//go:embed force_release.lua
+	forceReleaseSrc string
+	//go:embed renew.lua
+	renewSrc string
+	//go:embed inspect.lua
+	inspectSrc string
+
+	acquireScript      = redis.NewScript(acquireSrc)
+	releaseScript      = redis.NewScript(releaseSrc)
+	forceReleaseScript = redis.NewScript(forceReleaseSrc)
+	renewScript        = redis.NewScript(renewSrc)
+	inspectScript      = redis.NewScript(inspectSrc)
+)
+
+// Publish commands accepted by the scripts that announce a release.
+const (
+	Publish        = "PUBLISH"  // classic pub/sub: standalone, Sentinel
+	ShardedPublish = "SPUBLISH" // sharded pub/sub: Redis Cluster 7+
+)
+
+// AcquireArgs are the arguments of Acquire.
+type AcquireArgs struct {
+	Key      string        // the lock's name
+	Field    string        // the owner, "<client uuid>:<owner id>"
+	Lease    time.Duration // time to live given to the lock on success
+	Expected int64         // the owner's hold count as the caller knows it
+}
+
+// AcquireReply is what Acquire found.
+type AcquireReply struct {
+	// Acquired reports that the owner now holds the lock Expected+1 times.
+	Acquired bool
+	// TTL is the holder's remaining lease when the lock is held by another owner;
+	// -1 means the holder's key has no expiry.
+	TTL time.Duration
+	// Resync reports that Redis holds Count for this owner, not Expected, and that
+	// nothing was changed. Count == 0 means the owner's holds were lost.
+	Resync bool
+	Count  int64
+}
+
+// Acquire takes the lock for an owner or re-enters it (acquire.lua). A second
+// execution of the same call, as go-redis makes after a lost reply, acquires nothing
+// more. A value at Key that is not a hash fails with a WRONGTYPE error and stays as it
+// was.
+func Acquire(ctx context.Context, c redis.Scripter, a AcquireArgs) (AcquireReply, error) {
+	v, err := acquireScript.Run(ctx, c, []string{a.Key}, millis(a.Lease), a.Field, a.Expected).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return AcquireReply{Acquired: true}, nil
+	case err != nil:
+		return AcquireReply{}, err
+	}
+	switch v := v.(type) {
+	case int64:
+		return AcquireReply{TTL: ttl(v)}, nil
+	case []any:
+		if n, ok := firstInt(v); ok {
+			return AcquireReply{Resync: true, Count: n}, nil
+		}
+	}
+	return AcquireReply{}, fmt.Errorf("lua: unexpected acquire reply %#v", v)
+}
+
+// ReleaseArgs are the arguments of Release.
+type ReleaseArgs struct {
+	Key       string        // the lock's name
+	Field     string        // the releasing owner
+	RequestID string        // unique per release call, the same for its retries
+	Lease     time.Duration // re-applied to the lock on a partial release
+	Expected  int64         // the owner's hold count before this release (>= 1)
+	Levels    int64         // holds given back, 1 <= Levels <= Expected; 0 means 1
+	// Successor, when not empty, is the owner that receives the lock, with count 1
+	// and SuccessorLease, if this release ends the owner's last hold. The lock then
+	// stays held and nothing is published.
+	Successor      string
+	SuccessorLease time.Duration
+	LatchTTL       time.Duration // how long a retried call can still arrive
+	Publish        string        // Publish or ShardedPublish; "" means Publish
+}
+
+// ReleaseOutcome says what Release did.
+type ReleaseOutcome int
+
+// The outcomes of Release.
+const (
+	NotHeld   ReleaseOutcome = iota // the owner held nothing; the lock is unchanged
+	Partial                         // holds given back; the owner still holds the lock
+	Released                        // the lock was deleted and the release published
+	HandedOff                       // the lock now belongs to the successor
+	Resync                          // Redis holds Count for the owner, not Expected; nothing changed
+)
+
+// ReleaseReply is what Release did.
+type ReleaseReply struct {
+	Outcome ReleaseOutcome
+	Count   int64 // the owner's count in Redis when Outcome is Resync
+}
+
+// Release gives back Levels holds of an owner (release.lua): a partial release
+// re-applies Lease; the last one deletes the lock and publishes UnlockMessage on the
+// lock's channel, or hands the lock to Successor. A retried execution of the same
+// request answers as the first did.
+func Release(ctx context.Context, c redis.Scripter, a ReleaseArgs) (ReleaseReply, error) {
+	keys := []string{a.Key, ChannelName(a.Key), LatchName(a.Key, a.RequestID)}
+	v, err := releaseScript.Run(ctx, c, keys,
+		UnlockMessage, millis(a.Lease), a.Field, publish(a.Publish), millis(a.LatchTTL),
+		a.Expected, a.Successor, millis(a.SuccessorLease), max(a.Levels, 1)).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return ReleaseReply{Outcome: NotHeld}, nil
+	case err != nil:
+		return ReleaseReply{}, err
+	}
+	switch v := v.(type) {
+	case int64:
+		switch v {
+		case 0:
+			return ReleaseReply{Outcome: Partial}, nil
+		case 1:
+			return ReleaseReply{Outcome: Released}, nil
+		case 2:
+			return ReleaseReply{Outcome: HandedOff}, nil
+		}
+	case []any:
+		if n, ok := firstInt(v); ok {
+			return ReleaseReply{Outcome: Resync, Count: n}, nil
+		}
+	}
+	return ReleaseReply{}, fmt.Errorf("lua: unexpected release reply %#v", v)
+}
+
+// ForceRelease deletes the lock whoever holds it and publishes UnlockMessage when
+// something was deleted (force_release.lua). It reports whether the lock existed.
+func ForceRelease(ctx context.Context, c redis.Scripter, key, publishCmd string) (bool, error) {
+	n, err := forceReleaseScript.Run(ctx, c, []string{key, ChannelName(key)},
+		UnlockMessage, publish(publishCmd)).Int64()
+	return n == 1, err
+}
+
+// Inspection is a lock's state as Inspect read it.
+type Inspection struct {
+	Locked bool          // the lock exists
+	TTL    time.Duration // remaining time to live; -1 when the lock has no expiry
+	Count  int64         // hold count of the asked owner; 0 when it holds nothing
+}
+
+// Inspect reads whether the lock exists, its time to live and the hold count of
+// field ("" to skip it) in one round trip (inspect.lua).
+func Inspect(ctx context.Context, c redis.Scripter, key, field string) (Inspection, error) {
+	v, err := inspectScript.Run(ctx, c, []string{key}, field).Int64Slice()
+	if err != nil {
+		return Inspection{}, err
+	}
+	if len(v) != 2 {
+		return Inspection{}, fmt.Errorf("lua: unexpected inspect reply %v", v)
+	}
+	if v[0] == -2 {
+		return Inspection{}, nil
+	}
+	return Inspection{Locked: true, TTL: ttl(v[0]), Count: v[1]}, nil
+}
+
+// Renew extends every lock keys[i] still held by fields[i] to lease, in one script
+// call (renew.lua), and reports per key whether it was extended. All keys must share
+// one hash slot.
+func Renew(ctx context.Context, c redis.Scripter, keys, fields []string, lease time.Duration) ([]bool, error) {
+	return RenewResult(renewScript.Run(ctx, c, keys, renewArgs(fields, lease)...))
+}
+
+// RenewCmd queues the renewal of Renew on a pipeline as EVALSHA, for callers that
+// send many batches in one round trip. Read it with RenewResult after Exec; a
+// NOSCRIPT error (see IsNoScript) means the batch must be sent again with Renew.
+func RenewCmd(ctx context.Context, p redis.Pipeliner, keys, fields []string, lease time.Duration) *redis.Cmd {
+	return renewScript.EvalSha(ctx, p, keys, renewArgs(fields, lease)...)
+}
+
+// RenewResult reads the reply of a renewal: per key, whether it was extended.
+func RenewResult(cmd *redis.Cmd) ([]bool, error) {
+	v, err := cmd.Int64Slice()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bool, len(v))
+	for i, x := range v {
+		out[i] = x == 1
+	}
+	return out, nil
+}
+
+func renewArgs(fields []string, lease time.Duration) []any {
+	args := make([]any, 0, len(fields)+1)
+	args = append(args, millis(lease))
+	for _, f := range fields {
+		args = append(args, f)
+	}
+	return args
+}
+
+// IsNoScript reports whether err says the server does not have the script cached.
+func IsNoScript(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+}
+
+// IsWrongType reports whether err is Redis' WRONGTYPE error: the key holds a value
+// of another type than the script expects.
+func IsWrongType(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "WRONGTYPE")
+}
+
+// millis renders d as whole milliseconds, at least 1, as the scripts expect.
+func millis(d time.Duration) string {
+	ms := d.Milliseconds()
+	if ms < 1 {
+		ms = 1
+	}
+	return strconv.FormatInt(ms, 10)
+}
+
+func ttl(pttl int64) time.Duration {
+	if pttl < 0 {
+		return -1
+	}
+	return time.Duration(pttl) * time.Millisecond
+}
+
+func publish(cmd string) string {
+	if cmd == "" {
+		return Publish
+	}
+	return cmd
+}
+
+func firstInt(v []any) (int64, bool) {
+	if len(v) != 1 {
+		return 0, false
+	}
+	n, ok := v[0].(int64)
+	return n, ok
+}

@@ -1,0 +1,138 @@
+package rlock
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/pubsub"
+	"github.com/holdfast-go/holdfast/watchdog"
+	"github.com/redis/go-redis/v9"
+)
+
+// Client creates locks on one Redis deployment and keeps their shared machinery:
+// one subscriber connection for every waiter (package pubsub) and one renewal loop
+// for every hold (package watchdog). Create one Client per process and share it;
+// it is safe for concurrent use. Its id, a random UUID, is the first part of every
+// owner field it writes, as a RedissonClient's id.
+type Client struct {
+	rdb      redis.UniversalClient
+	id       string
+	opts     clientOptions
+	hub      *pubsub.Hub
+	wd       *watchdog.Watchdog
+	publish  string        // PUBLISH or SPUBLISH, passed to the scripts
+	latchTTL time.Duration // life of an unlock latch: go-redis' retry window
+
+	mu      sync.Mutex
+	holds   map[holdKey]*hold     // the holds of this client's owners
+	locks   map[string]*lockState // locks this client holds or waits for
+	closed  bool
+	closing chan struct{} // closed by Close
+}
+
+// New returns a Client that locks through rdb, which may be any
+// redis.UniversalClient (a *redis.Client today; Cluster and Sentinel are planned).
+// New does no I/O. Close the Client when done; closing rdb is the caller's job.
+func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
+	if rdb == nil {
+		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidArgument)
+	}
+	var o clientOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{
+		rdb:      rdb,
+		id:       uuid.NewString(),
+		opts:     o,
+		hub:      pubsub.New(rdb, pubsub.Options{}),
+		publish:  lua.Publish,
+		latchTTL: retryWindow(rdb),
+		holds:    make(map[holdKey]*hold),
+		locks:    make(map[string]*lockState),
+		closing:  make(chan struct{}),
+	}
+	c.wd = watchdog.New(rdb, watchdog.Options{
+		Timeout:  o.watchdogTimeout,
+		Interval: o.renewInterval,
+		Logger:   o.logger,
+	})
+	return c, nil
+}
+
+// ID returns the client's id: the UUID in the owner fields it writes, as
+// Redisson's client id ("node id").
+func (c *Client) ID() string { return c.id }
+
+// NewMutex returns a handle on the reentrant lock called name (Redisson's RLock
+// from getLock(name)). The handle is cheap, holds no state of its own and is safe
+// for concurrent use: create one where convenient. Any string is a valid name but
+// the empty one; a name with a {hash tag} keeps it in Redis Cluster.
+func (c *Client) NewMutex(name string) *Mutex {
+	return &Mutex{c: c, name: name}
+}
+
+// Close stops the client's renewal loop and subscriber and waits for their
+// goroutines. Waiting calls return ErrClosed. Holds still open are not released:
+// like Redisson at shutdown, Close sends nothing and lets them expire, watchdog
+// holds within the watchdog timeout; their leases end with ErrClosed. Unlock them
+// before Close to free them at once. Close is idempotent.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	close(c.closing)
+	var open []*hold
+	for _, h := range c.holds {
+		open = append(open, h)
+	}
+	c.mu.Unlock()
+
+	c.wd.Close()
+	err := c.hub.Close()
+
+	c.mu.Lock()
+	for _, h := range open {
+		c.endHold(h, ErrClosed)
+	}
+	c.mu.Unlock()
+	return err
+}
+
+// field returns the Redis hash field of an owner of this client.
+func (c *Client) field(o *owner) string { return c.id + ":" + o.id }
+
+// retryWindow returns how long after a call go-redis may still send it again:
+// every retry may wait for a full read timeout plus the largest back-off. Unlock
+// latches must outlive it.
+func retryWindow(rdb redis.UniversalClient) time.Duration {
+	var retries int
+	var timeout, backoff time.Duration
+	switch c := rdb.(type) {
+	case *redis.Client:
+		o := c.Options()
+		retries, timeout, backoff = o.MaxRetries, max(o.ReadTimeout, o.WriteTimeout), o.MaxRetryBackoff
+	case *redis.ClusterClient:
+		o := c.Options()
+		retries, timeout, backoff = o.MaxRetries, max(o.ReadTimeout, o.WriteTimeout), o.MaxRetryBackoff
+	case *redis.Ring:
+		o := c.Options()
+		retries, timeout, backoff = o.MaxRetries, max(o.ReadTimeout, o.WriteTimeout), o.MaxRetryBackoff
+	default:
+		return time.Minute
+	}
+	if timeout <= 0 {
+		return time.Minute // no read timeout: a reply can be awaited for ever
+	}
+	w := time.Duration(max(retries, 0)+1)*(timeout+max(backoff, 0)) + time.Second
+	return min(w, 5*time.Minute)
+}

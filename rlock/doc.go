@@ -1,0 +1,44 @@
+// Package rlock is Redisson's lock toolkit for Go: reentrant distributed locks on
+// Redis, wire-compatible with Redisson so that Go and Java processes exclude each
+// other on the same lock.
+//
+// # Model
+//
+// A Client wraps a go-redis client. It has an id (a UUID) and owns two pieces of
+// shared machinery: one pub/sub subscriber connection through which all its
+// waiters learn of releases, and one watchdog goroutine that renews all its
+// holds. Create one Client per process and Close it at the end.
+//
+// An owner is the Go counterpart of a Java thread. Go has no thread identity, so
+// the owner travels in the context: WithOwner(ctx) starts one, and every call made
+// with that ctx (or a ctx derived from it) acts for it. An owner that holds a lock
+// and takes it again re-enters it; the lock is free once every acquisition was
+// unlocked. A ctx without an owner acquires for a fresh owner each time: a plain
+// non-reentrant mutex, released through the Lease its acquisition returned.
+//
+// A Mutex is a handle on one lock name (Redisson's RLock). Lock waits for the lock,
+// TryLock tries once or waits for a bounded time; both return a Lease, the
+// acquisition, which Unlock gives back. Lease.Done is closed when the lease ends,
+// and Lease.Err says why: unlocked, lost (ErrLockLost), or client closed.
+//
+// # Leases and the watchdog
+//
+// Without WithLeaseTime a hold has a watchdog lease: the lock expires after the
+// client's watchdog timeout (30 s by default) unless renewed, and the watchdog
+// renews it every third of that while it is held. A holder that dies therefore
+// frees its locks within the timeout. With WithLeaseTime(d) the lock expires d
+// after it was taken and is not renewed. Either way a hold is declared lost, and
+// its leases' Done closed, as soon as its lease may have run out without a
+// confirmed renewal: code that must not run without the lock selects on Done.
+//
+// # Round trips
+//
+// An uncontended Lock or TryLock is one round trip (one EVALSHA), and so is
+// Unlock; neither touches pub/sub. Waiting is described at Mutex.Lock.
+//
+// # Errors
+//
+// Errors are values wrapping the sentinels of this package (ErrNotAcquired,
+// ErrNotHeld, ErrLockLost, ErrWrongType, ErrClosed, ErrInvalidArgument); test them
+// with errors.Is. Redis errors are wrapped as they come.
+package rlock

@@ -1,0 +1,35 @@
+package rlock
+
+import "errors"
+
+// Errors returned by this package. Test for them with errors.Is: returned errors
+// wrap them with the lock's name and the cause.
+var (
+	// ErrNotAcquired: the lock is held by another owner and the call did not (or
+	// could no longer) wait. When a wait ended because ctx was done, the error also
+	// matches ctx.Err().
+	ErrNotAcquired = errors.New("rlock: lock not acquired")
+
+	// ErrNotHeld: an unlock by an owner that does not hold the lock, or more
+	// unlocks than locks. The lock is left unchanged.
+	ErrNotHeld = errors.New("rlock: lock not held by this owner")
+
+	// ErrLockLost: a hold ended without an unlock: its lease ran out, a renewal
+	// found the lock gone or taken over, or no renewal could be confirmed before
+	// the lease deadline. Lease.Err returns it once Lease.Done is closed.
+	ErrLockLost = errors.New("rlock: lock lost")
+
+	// ErrUnlocked: Lease.Err after the lease was unlocked.
+	ErrUnlocked = errors.New("rlock: lease unlocked")
+
+	// ErrWrongType: the key at the lock's name holds a value that is not a lock
+	// hash. The key is left untouched.
+	ErrWrongType = errors.New("rlock: key holds a value that is not a lock")
+
+	// ErrClosed: the Client was closed.
+	ErrClosed = errors.New("rlock: client closed")
+
+	// ErrInvalidArgument: an empty lock name, a negative duration, a nil client.
+	// Returned before any round trip.
+	ErrInvalidArgument = errors.New("rlock: invalid argument")
+)

@@ -1,0 +1,198 @@
+package rlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/holdfast-go/holdfast/lua"
+)
+
+// Special values of RemainTTL, as Redisson's remainTimeToLive.
+const (
+	NotLocked time.Duration = -2 // the lock is free
+	NoExpiry  time.Duration = -1 // the lock has no time to live
+)
+
+// Mutex is a handle on a reentrant distributed lock: Redisson's RLock. It stores
+// only the client and the name, so it is cheap and safe for concurrent use.
+//
+// In Redis the lock is a hash at the lock's name whose only field is the holding
+// owner, "<client id>:<owner id>", with its hold count as value. A Java process
+// using Redisson's getLock(name) on the same Redis sees the same lock: the two
+// exclude each other and wake each other's waiters.
+//
+// The owner comes from ctx (see WithOwner). An owner that already holds the lock
+// re-enters it at once, each acquisition returning its own Lease; the lock is
+// released when every lease is unlocked. A ctx without an owner acquires for a
+// fresh owner each time, so a second Lock with such a ctx waits like sync.Mutex.
+//
+// Waiting is driven by Redis pub/sub, not polling (see Lock). When an owner of this
+// client releases the lock while another goroutine of this client waits for it,
+// the release hands the lock straight to the longest-waiting goroutine in the same
+// round trip; after a few hand-offs in a row it publishes the release instead, so
+// that other processes get their turn. Across processes the lock is not fair, as
+// Redisson's RLock.
+type Mutex struct {
+	c    *Client
+	name string
+}
+
+// Name returns the lock's name.
+func (m *Mutex) Name() string { return m.name }
+
+// TryLock makes one attempt to acquire the lock (one round trip), or with
+// WithWaitTime waits up to that time (Redisson's tryLock(waitTime, leaseTime)).
+// Without WithLeaseTime the lock has a watchdog lease, renewed while held; with
+// it, the lock expires after that lease unless unlocked before.
+//
+// When the lock is held by another owner it returns an error matching
+// ErrNotAcquired; when ctx ends the wait, the error also matches ctx.Err(). It
+// returns ErrWrongType when the name holds another type of value, ErrLockLost
+// when the owner's earlier holds of this lock were lost, ErrInvalidArgument for an
+// empty name or a negative duration (before any round trip), and wrapped Redis
+// errors. A call that fails leaves no hold, subscription or renewal behind.
+func (m *Mutex) TryLock(ctx context.Context, opts ...LockOption) (*Lease, error) {
+	lo, err := newLockOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	var deadline time.Time
+	if lo.waitTime > 0 {
+		deadline = time.Now().Add(lo.waitTime)
+	}
+	return m.c.lock(ctx, m.name, ownerFrom(ctx), lo, lo.waitTime > 0, deadline)
+}
+
+// Lock acquires the lock, waiting until it is free or ctx is done (Redisson's
+// lock(), interruptible by ctx). WithLeaseTime applies as in TryLock;
+// WithWaitTime is ignored.
+//
+// Waiting costs no polling: the first waiter of this client subscribes to the
+// lock's release channel (one subscription shared by all of the client's waiters
+// on that lock) and attempts again on each release message, or when the holder's
+// remaining lease has passed, whichever comes first; the client's other waiters
+// queue behind it in arrival order without any round trip. A lost message thus
+// delays a waiter by at most the holder's remaining lease.
+//
+// When ctx ends the wait the error matches both ErrNotAcquired and ctx.Err(). The
+// other errors are those of TryLock.
+func (m *Mutex) Lock(ctx context.Context, opts ...LockOption) (*Lease, error) {
+	lo, err := newLockOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	return m.c.lock(ctx, m.name, ownerFrom(ctx), lo, true, time.Time{})
+}
+
+// Unlock gives back the most recent open lease of ctx's owner on this lock, for
+// code where lock and unlock sit in different functions (Redisson's unlock()). It
+// returns an error matching ErrNotHeld, and changes nothing, when the owner holds
+// no lease of this lock (or ctx has no owner). See Lease.Unlock.
+func (m *Mutex) Unlock(ctx context.Context) error {
+	if m.name == "" {
+		return fmt.Errorf("%w: empty lock name", ErrInvalidArgument)
+	}
+	o := ownerFrom(ctx)
+	if o == nil {
+		return fmt.Errorf("%w: %s: ctx has no owner (see WithOwner); unlock through the Lease", ErrNotHeld, quote(m.name))
+	}
+	m.c.mu.Lock()
+	h := m.c.holds[holdKey{o.id, m.name}]
+	var l *Lease
+	if h != nil && len(h.leases) > 0 {
+		l = h.leases[len(h.leases)-1]
+	}
+	m.c.mu.Unlock()
+	if l == nil {
+		return fmt.Errorf("%w: %s", ErrNotHeld, quote(m.name))
+	}
+	return l.Unlock(ctx)
+}
+
+// ForceUnlock deletes the lock whoever holds it, and announces the release to
+// waiters (Redisson's forceUnlock). It reports whether the lock existed. Leases of
+// this client on the lock end with ErrLockLost. A key holding another type of
+// value is left alone: ErrWrongType.
+func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
+	if err := m.check(); err != nil {
+		return false, err
+	}
+	ok, err := lua.ForceRelease(ctx, m.c.rdb, m.name, m.c.publish)
+	if err != nil {
+		return false, m.wrap(err)
+	}
+	lost := fmt.Errorf("%w: %s: force-unlocked", ErrLockLost, quote(m.name))
+	m.c.mu.Lock()
+	for _, h := range m.c.holds {
+		if h.name == m.name {
+			m.c.endHold(h, lost)
+		}
+	}
+	m.c.mu.Unlock()
+	return ok, nil
+}
+
+// IsLocked reports whether any owner, of any client, holds the lock.
+func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
+	in, err := m.inspect(ctx, "")
+	return in.Locked, err
+}
+
+// IsHeld reports whether ctx's owner holds the lock (Redisson's
+// isHeldByCurrentThread). It is false for a ctx without an owner.
+func (m *Mutex) IsHeld(ctx context.Context) (bool, error) {
+	n, err := m.HoldCount(ctx)
+	return n > 0, err
+}
+
+// HoldCount returns how many times ctx's owner holds the lock, as recorded in
+// Redis (Redisson's getHoldCount); 0 for a ctx without an owner.
+func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
+	o := ownerFrom(ctx)
+	if o == nil {
+		return 0, m.check()
+	}
+	in, err := m.inspect(ctx, m.c.field(o))
+	return int(in.Count), err
+}
+
+// RemainTTL returns the lock's remaining time to live (Redisson's
+// remainTimeToLive): NotLocked when it is free, NoExpiry when it has no expiry.
+func (m *Mutex) RemainTTL(ctx context.Context) (time.Duration, error) {
+	in, err := m.inspect(ctx, "")
+	if err != nil || !in.Locked {
+		return NotLocked, err
+	}
+	return in.TTL, nil
+}
+
+func (m *Mutex) inspect(ctx context.Context, field string) (lua.Inspection, error) {
+	if err := m.check(); err != nil {
+		return lua.Inspection{}, err
+	}
+	in, err := lua.Inspect(ctx, m.c.rdb, m.name, field)
+	if err != nil {
+		return lua.Inspection{}, m.wrap(err)
+	}
+	return in, nil
+}
+
+func (m *Mutex) check() error {
+	if m.name == "" {
+		return fmt.Errorf("%w: empty lock name", ErrInvalidArgument)
+	}
+	m.c.mu.Lock()
+	defer m.c.mu.Unlock()
+	if m.c.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+func (m *Mutex) wrap(err error) error {
+	if lua.IsWrongType(err) {
+		return fmt.Errorf("%w: %s", ErrWrongType, quote(m.name))
+	}
+	return fmt.Errorf("rlock: %s: %w", quote(m.name), err)
+}

@@ -1,0 +1,107 @@
+package rlock
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/holdfast-go/holdfast/watchdog"
+)
+
+// DefaultWatchdogTimeout is the lease of a hold taken without WithLeaseTime, kept
+// alive by the watchdog (Redisson's lockWatchdogTimeout).
+const DefaultWatchdogTimeout = watchdog.DefaultTimeout
+
+// ClientOption configures a Client; pass them to New.
+type ClientOption func(*clientOptions)
+
+type clientOptions struct {
+	watchdogTimeout time.Duration // default DefaultWatchdogTimeout
+	renewInterval   time.Duration // default watchdogTimeout/3
+	logger          *slog.Logger  // default none
+	onLost          func(name string, err error)
+}
+
+// WithWatchdogTimeout sets the lease of holds taken without WithLeaseTime; the
+// watchdog renews them back to it while they are held. Default:
+// DefaultWatchdogTimeout (30 s). A holder that dies frees its locks within this time.
+func WithWatchdogTimeout(d time.Duration) ClientOption {
+	return func(o *clientOptions) { o.watchdogTimeout = d }
+}
+
+// WithRenewInterval sets the time between two renewals of watchdog holds.
+// Default: a third of the watchdog timeout. It must be shorter than the timeout.
+func WithRenewInterval(d time.Duration) ClientOption {
+	return func(o *clientOptions) { o.renewInterval = d }
+}
+
+// WithLogger makes the client log lost locks and failed renewals. Default: silent.
+func WithLogger(l *slog.Logger) ClientOption {
+	return func(o *clientOptions) { o.logger = l }
+}
+
+// WithOnLost sets a function called, once per hold, when a hold is lost (see
+// ErrLockLost), with the lock's name and the reason. It runs on the client's
+// watchdog goroutine or on the goroutine that found the loss: keep it short.
+func WithOnLost(f func(name string, err error)) ClientOption {
+	return func(o *clientOptions) { o.onLost = f }
+}
+
+func (o *clientOptions) validate() error {
+	switch {
+	case o.watchdogTimeout < 0:
+		return fmt.Errorf("%w: negative watchdog timeout %v", ErrInvalidArgument, o.watchdogTimeout)
+	case o.renewInterval < 0:
+		return fmt.Errorf("%w: negative renew interval %v", ErrInvalidArgument, o.renewInterval)
+	}
+	if o.watchdogTimeout == 0 {
+		o.watchdogTimeout = DefaultWatchdogTimeout
+	}
+	if o.watchdogTimeout < 3*time.Millisecond {
+		return fmt.Errorf("%w: watchdog timeout %v is below 3ms", ErrInvalidArgument, o.watchdogTimeout)
+	}
+	if o.renewInterval == 0 {
+		o.renewInterval = o.watchdogTimeout / 3
+	}
+	if o.renewInterval >= o.watchdogTimeout {
+		return fmt.Errorf("%w: renew interval %v is not shorter than the watchdog timeout %v",
+			ErrInvalidArgument, o.renewInterval, o.watchdogTimeout)
+	}
+	return nil
+}
+
+// LockOption configures one call of Lock or TryLock.
+type LockOption func(*lockOptions)
+
+type lockOptions struct {
+	leaseTime time.Duration // 0: watchdog
+	waitTime  time.Duration // TryLock only; 0: one attempt
+}
+
+// WithLeaseTime gives the hold a fixed lease: the lock expires d after it was
+// taken unless unlocked first, and the watchdog does not renew it (Redisson's
+// leaseTime). Zero, the default, means a watchdog lease.
+func WithLeaseTime(d time.Duration) LockOption {
+	return func(o *lockOptions) { o.leaseTime = d }
+}
+
+// WithWaitTime makes TryLock wait up to d for the lock (Redisson's
+// tryLock(waitTime, ...)). Zero, the default, means a single attempt. Lock
+// ignores it: it waits until ctx is done.
+func WithWaitTime(d time.Duration) LockOption {
+	return func(o *lockOptions) { o.waitTime = d }
+}
+
+func newLockOptions(opts []LockOption) (lockOptions, error) {
+	var o lockOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	switch {
+	case o.leaseTime < 0:
+		return o, fmt.Errorf("%w: negative lease time %v", ErrInvalidArgument, o.leaseTime)
+	case o.waitTime < 0:
+		return o, fmt.Errorf("%w: negative wait time %v", ErrInvalidArgument, o.waitTime)
+	}
+	return o, nil
+}

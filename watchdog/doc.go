@@ -1,0 +1,29 @@
+// Package watchdog keeps lock holds alive and tells their holders when a hold is
+// lost.
+//
+// One Watchdog serves every hold of one client with one goroutine, as etcd's
+// session keeps one lease alive for many mutexes. A hold taken without an explicit
+// lease is renewed every Interval (Timeout/3 by default) back to Timeout: the
+// renewals of all holds are batched, at most BatchSize locks per script call and
+// never two hash slots in one call, and all batches of a round are sent in one
+// pipelined round trip. A hold taken with a fixed lease is not renewed, only
+// watched until its deadline.
+//
+// A hold is declared lost, and its OnLost callback runs once, when
+//   - a renewal finds that the lock no longer has the owner's field (deleted,
+//     expired, force-unlocked or taken over): ErrGone; or
+//   - its deadline passes with no renewal confirmed: ErrNotRenewed for renewed
+//     holds, ErrLeaseEnded for fixed leases. The deadline is the send time of the
+//     last confirmed acquire or renewal plus the lease, on the local monotonic
+//     clock: like etcd's lessor, the watchdog assumes the lock is gone without
+//     waiting to hear it, so a process that was frozen past its lease learns the
+//     loss before it sends another renewal.
+//
+// Transient errors (timeouts, a lost connection, a restarting server) are logged
+// and do not stop renewal: the next round tries again while the deadline allows.
+//
+// Registration is synchronous: Watch returns a Hold that the next round renews, and
+// after Stop returns no later round includes it and OnLost is not called. A renewal
+// already in flight can still reach Redis after Stop; it is harmless because it
+// extends a lock only while the owner's field is still there.
+package watchdog

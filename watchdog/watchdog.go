@@ -1,0 +1,355 @@
+package watchdog
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/holdfast-go/holdfast/lua"
+	"github.com/redis/go-redis/v9"
+)
+
+// Reasons passed to a hold's OnLost callback.
+var (
+	// ErrGone: a renewal found the lock without the owner's field.
+	ErrGone = errors.New("watchdog: the lock no longer has this owner")
+	// ErrNotRenewed: no renewal was confirmed before the hold's deadline.
+	ErrNotRenewed = errors.New("watchdog: no renewal confirmed before the lease ran out")
+	// ErrLeaseEnded: a hold with a fixed lease reached its deadline.
+	ErrLeaseEnded = errors.New("watchdog: the fixed lease ran out")
+)
+
+// Defaults of Options.
+const (
+	DefaultTimeout   = 30 * time.Second
+	DefaultBatchSize = 100
+)
+
+// Options configure a Watchdog. The zero value gives Redisson's defaults.
+type Options struct {
+	// Timeout is the lease a renewal gives a lock. Default: DefaultTimeout.
+	Timeout time.Duration
+	// Interval is the time between renewal rounds. Default: Timeout/3.
+	Interval time.Duration
+	// BatchSize is the largest number of locks renewed by one script call.
+	// Default: DefaultBatchSize.
+	BatchSize int
+	// Logger receives renewal errors. Default: none.
+	Logger *slog.Logger
+	// Cluster makes batches group keys by hash slot. Set it for Redis Cluster.
+	Cluster bool
+}
+
+// Watchdog renews and watches the holds of one client. It is safe for concurrent
+// use; Close stops its goroutine.
+type Watchdog struct {
+	rdb  redis.UniversalClient
+	opts Options
+
+	mu       sync.Mutex
+	deadline deadlines          // every hold, earliest deadline first
+	renewed  map[*Hold]struct{} // the holds to renew
+	closed   bool
+
+	poke   chan struct{}
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Hold is one watched lock hold. Its fields are read-only after Watch.
+type Hold struct {
+	Key    string      // the lock's name
+	Field  string      // the owner's field in the lock hash
+	OnLost func(error) // called once, on the watchdog's goroutine, if the hold is lost
+	w      *Watchdog
+	renew  bool      // renewed by the watchdog; else a fixed lease
+	due    time.Time // the deadline, monotonic
+	index  int       // position in the deadline heap; -1 once stopped
+}
+
+// New starts a watchdog that renews through rdb.
+func New(rdb redis.UniversalClient, opts Options) *Watchdog {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = opts.Timeout / 3
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = DefaultBatchSize
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &Watchdog{
+		rdb:     rdb,
+		opts:    opts,
+		renewed: make(map[*Hold]struct{}),
+		poke:    make(chan struct{}, 1),
+		ctx:     ctx,
+		cancel:  cancel,
+		done:    make(chan struct{}),
+	}
+	go w.run()
+	return w
+}
+
+// Timeout returns the lease a renewal gives.
+func (w *Watchdog) Timeout() time.Duration { return w.opts.Timeout }
+
+// Watch registers a hold of field on key whose lock expires at deadline (the send
+// time of the acquire plus its lease). With renew set, the watchdog renews it every
+// Interval; otherwise it only watches the deadline. onLost is called at most once,
+// without any watchdog lock held. After Close, Watch returns a hold that is never
+// renewed nor reported.
+func (w *Watchdog) Watch(key, field string, deadline time.Time, renew bool, onLost func(error)) *Hold {
+	h := &Hold{Key: key, Field: field, OnLost: onLost, w: w, renew: renew, due: deadline, index: -1}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return h
+	}
+	heap.Push(&w.deadline, h)
+	if renew {
+		w.renewed[h] = struct{}{}
+	}
+	w.wake()
+	return h
+}
+
+// Update changes a hold after the lock's lease was set again (a reentrant acquire
+// or a partial release): its new deadline and whether it is renewed.
+func (h *Hold) Update(deadline time.Time, renew bool) {
+	w := h.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if h.index < 0 {
+		return
+	}
+	h.due = deadline
+	heap.Fix(&w.deadline, h.index)
+	h.renew = renew
+	if renew {
+		w.renewed[h] = struct{}{}
+	} else {
+		delete(w.renewed, h)
+	}
+	w.wake()
+}
+
+// Stop ends the hold's registration. After Stop returns, no later round renews the
+// hold and OnLost is not called. Stop is idempotent.
+func (h *Hold) Stop() {
+	w := h.w
+	w.mu.Lock()
+	w.remove(h)
+	w.mu.Unlock()
+}
+
+// Len returns the number of holds watched.
+func (w *Watchdog) Len() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.deadline)
+}
+
+// Close stops the watchdog and waits for its goroutine. Holds still registered are
+// neither renewed nor reported any more.
+func (w *Watchdog) Close() {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		<-w.done
+		return
+	}
+	w.closed = true
+	w.mu.Unlock()
+	w.cancel()
+	<-w.done
+}
+
+func (w *Watchdog) remove(h *Hold) {
+	if h.index < 0 {
+		return
+	}
+	heap.Remove(&w.deadline, h.index)
+	h.index = -1
+	delete(w.renewed, h)
+}
+
+func (w *Watchdog) wake() {
+	select {
+	case w.poke <- struct{}{}:
+	default:
+	}
+}
+
+// run is the watchdog's goroutine: it declares lost the holds past their deadline,
+// then renews when a round is due, and sleeps until the next of both.
+func (w *Watchdog) run() {
+	defer close(w.done)
+	timer := time.NewTimer(w.opts.Interval)
+	defer timer.Stop()
+	nextRound := time.Now().Add(w.opts.Interval)
+	for {
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-w.poke:
+		case <-timer.C:
+		}
+		w.expire(time.Now())
+		if now := time.Now(); !now.Before(nextRound) {
+			w.round()
+			nextRound = now.Add(w.opts.Interval)
+		}
+		sleep := time.Until(nextRound)
+		w.mu.Lock()
+		if len(w.deadline) > 0 {
+			if d := time.Until(w.deadline[0].due); d < sleep {
+				sleep = d
+			}
+		}
+		w.mu.Unlock()
+		timer.Reset(max(sleep, 0))
+	}
+}
+
+// expire reports every hold whose deadline is not after now.
+func (w *Watchdog) expire(now time.Time) {
+	var lost []*Hold
+	w.mu.Lock()
+	for len(w.deadline) > 0 && !w.deadline[0].due.After(now) {
+		h := w.deadline[0]
+		w.remove(h)
+		lost = append(lost, h)
+	}
+	w.mu.Unlock()
+	for _, h := range lost {
+		if h.renew {
+			h.OnLost(ErrNotRenewed)
+		} else {
+			h.OnLost(ErrLeaseEnded)
+		}
+	}
+}
+
+// round renews every renewed hold: batches of at most BatchSize keys of one slot,
+// all sent in one pipeline.
+func (w *Watchdog) round() {
+	w.mu.Lock()
+	if len(w.renewed) == 0 {
+		w.mu.Unlock()
+		return
+	}
+	bySlot := make(map[int][]*Hold)
+	for h := range w.renewed {
+		s := 0
+		if w.opts.Cluster {
+			s = slot(h.Key)
+		}
+		bySlot[s] = append(bySlot[s], h)
+	}
+	w.mu.Unlock()
+
+	var batches [][]*Hold
+	for _, hs := range bySlot {
+		for len(hs) > 0 {
+			n := min(len(hs), w.opts.BatchSize)
+			batches = append(batches, hs[:n])
+			hs = hs[n:]
+		}
+	}
+	sent := time.Now()
+	ctx, cancel := context.WithTimeout(w.ctx, w.opts.Interval)
+	defer cancel()
+	results := w.send(ctx, batches)
+
+	var lost []*Hold
+	w.mu.Lock()
+	for i, b := range batches {
+		if results[i].err != nil {
+			continue
+		}
+		for j, h := range b {
+			if h.index < 0 || !h.renew {
+				continue // stopped or changed while the round was in flight
+			}
+			if results[i].ok[j] {
+				if d := sent.Add(w.opts.Timeout); d.After(h.due) {
+					h.due = d
+					heap.Fix(&w.deadline, h.index)
+				}
+				continue
+			}
+			w.remove(h)
+			lost = append(lost, h)
+		}
+	}
+	w.mu.Unlock()
+	for _, h := range lost {
+		h.OnLost(ErrGone)
+	}
+}
+
+type batchResult struct {
+	ok  []bool
+	err error
+}
+
+// send runs the batches in one pipelined round trip, and runs again with EVAL
+// fallback the batches the server answered NOSCRIPT to.
+func (w *Watchdog) send(ctx context.Context, batches [][]*Hold) []batchResult {
+	keys := make([][]string, len(batches))
+	fields := make([][]string, len(batches))
+	for i, b := range batches {
+		for _, h := range b {
+			keys[i] = append(keys[i], h.Key)
+			fields[i] = append(fields[i], h.Field)
+		}
+	}
+	pipe := w.rdb.Pipeline()
+	cmds := make([]*redis.Cmd, len(batches))
+	for i := range batches {
+		cmds[i] = lua.RenewCmd(ctx, pipe, keys[i], fields[i], w.opts.Timeout)
+	}
+	_, _ = pipe.Exec(ctx)
+	out := make([]batchResult, len(batches))
+	for i, cmd := range cmds {
+		ok, err := lua.RenewResult(cmd)
+		if lua.IsNoScript(err) {
+			ok, err = lua.Renew(ctx, w.rdb, keys[i], fields[i], w.opts.Timeout)
+		}
+		if err != nil && w.opts.Logger != nil && ctx.Err() == nil {
+			w.opts.Logger.Warn("holdfast: lock renewal failed; retrying next round",
+				"locks", len(keys[i]), "error", err)
+		}
+		out[i] = batchResult{ok: ok, err: err}
+	}
+	return out
+}
+
+// deadlines is a min-heap of holds by deadline.
+type deadlines []*Hold
+
+func (d deadlines) Len() int           { return len(d) }
+func (d deadlines) Less(i, j int) bool { return d[i].due.Before(d[j].due) }
+func (d deadlines) Swap(i, j int) {
+	d[i], d[j] = d[j], d[i]
+	d[i].index = i
+	d[j].index = j
+}
+func (d *deadlines) Push(x any) {
+	h := x.(*Hold)
+	h.index = len(*d)
+	*d = append(*d, h)
+}
+func (d *deadlines) Pop() any {
+	old := *d
+	h := old[len(old)-1]
+	old[len(old)-1] = nil
+	*d = old[:len(old)-1]
+	return h
+}
