@@ -1,0 +1,155 @@
+package rlock
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// countHook counts the commands a go-redis client sends.
+type countHook struct{ n atomic.Int64 }
+
+func (h *countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.n.Add(1); return next(ctx, cmd) }
+}
+func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.n.Add(1); return next(ctx, cmds) }
+}
+
+// unreachable returns a client of a server that does not exist, and a counter of
+// the commands it tried to send.
+func unreachable(t *testing.T) (*redis.Client, *countHook) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	h := &countHook{}
+	rdb.AddHook(h)
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb, h
+}
+
+func TestNewValidatesOptions(t *testing.T) {
+	rdb, _ := unreachable(t)
+	_, err := New(nil)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	for _, opt := range []ClientOption{
+		WithWatchdogTimeout(-time.Second),
+		WithRenewInterval(-time.Second),
+		WithWatchdogTimeout(time.Millisecond),
+		WithRenewInterval(time.Minute), // not shorter than the 30 s timeout
+	} {
+		_, err := New(rdb, opt)
+		require.ErrorIs(t, err, ErrInvalidArgument)
+	}
+	c, err := New(rdb)
+	require.NoError(t, err)
+	require.Len(t, c.ID(), 36)
+	require.Equal(t, DefaultWatchdogTimeout, c.opts.watchdogTimeout)
+	require.Equal(t, DefaultWatchdogTimeout/3, c.opts.renewInterval)
+	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(), "Close is idempotent")
+}
+
+func TestBadInputFailsBeforeAnyRoundTrip(t *testing.T) {
+	rdb, sent := unreachable(t)
+	c, err := New(rdb)
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := WithOwner(context.Background())
+
+	empty := c.NewMutex("")
+	_, err = empty.TryLock(ctx)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = empty.Lock(ctx)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	require.ErrorIs(t, empty.Unlock(ctx), ErrInvalidArgument)
+	_, err = empty.ForceUnlock(ctx)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = empty.IsLocked(ctx)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = empty.HoldCount(ctx)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = empty.RemainTTL(ctx)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+
+	m := c.NewMutex("x")
+	_, err = m.TryLock(ctx, WithLeaseTime(-time.Second))
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = m.TryLock(ctx, WithWaitTime(-time.Second))
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = m.Lock(ctx, WithLeaseTime(-1))
+	require.ErrorIs(t, err, ErrInvalidArgument)
+
+	// Unlock of a lock this owner never took, or with a ctx without owner.
+	require.ErrorIs(t, m.Unlock(ctx), ErrNotHeld)
+	require.ErrorIs(t, m.Unlock(context.Background()), ErrNotHeld)
+	held, err := m.IsHeld(context.Background())
+	require.NoError(t, err)
+	require.False(t, held)
+
+	require.Zero(t, sent.n.Load(), "no command may be sent for bad input")
+}
+
+func TestRedisDownIsAnErrorNotAHang(t *testing.T) {
+	rdb, _ := unreachable(t)
+	c, err := New(rdb)
+	require.NoError(t, err)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m := c.NewMutex("x")
+	_, err = m.TryLock(ctx)
+	require.Error(t, err)
+	require.False(t, errors.Is(err, ErrNotAcquired))
+	_, err = m.Lock(ctx)
+	require.Error(t, err)
+	_, err = m.IsLocked(ctx)
+	require.Error(t, err)
+	require.NoError(t, ctx.Err(), "calls must fail, not wait for the deadline")
+}
+
+func TestClosedClient(t *testing.T) {
+	rdb, sent := unreachable(t)
+	c, err := New(rdb)
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	m := c.NewMutex("x")
+	_, err = m.TryLock(context.Background())
+	require.ErrorIs(t, err, ErrClosed)
+	_, err = m.Lock(context.Background())
+	require.ErrorIs(t, err, ErrClosed)
+	_, err = m.IsLocked(context.Background())
+	require.ErrorIs(t, err, ErrClosed)
+	require.Zero(t, sent.n.Load())
+}
+
+func TestOwners(t *testing.T) {
+	ctx := context.Background()
+	require.Nil(t, ownerFrom(ctx))
+	a := WithOwner(ctx)
+	b := WithOwner(a)
+	require.NotNil(t, ownerFrom(a))
+	require.NotSame(t, ownerFrom(a), ownerFrom(b), "WithOwner always starts a new owner")
+	child, cancel := context.WithCancel(a)
+	defer cancel()
+	require.Same(t, ownerFrom(a), ownerFrom(child), "derived contexts keep the owner")
+}
+
+func TestRetryWindow(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	// Every try may wait for a full timeout and the largest back-off.
+	o := rdb.Options()
+	want := time.Duration(o.MaxRetries+1)*(max(o.ReadTimeout, o.WriteTimeout)+o.MaxRetryBackoff) + time.Second
+	require.Equal(t, want, retryWindow(rdb))
+	noTimeout := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ReadTimeout: -1, WriteTimeout: -1})
+	defer noTimeout.Close()
+	require.Equal(t, time.Minute, retryWindow(noTimeout))
+}
