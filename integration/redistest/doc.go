@@ -1,0 +1,39 @@
+// Package redistest is the real-Redis test harness of holdfast's integration tests.
+//
+// It starts redis-server processes on free loopback ports ([Start], [Shared]), hands out
+// go-redis clients bound to a test's lifetime ([Server.Client]), and injects faults: killing,
+// restarting and freezing the server process ([Server.Kill], [Server.Restart], [Server.Signal]),
+// and a TCP [Proxy] that can swallow replies, black-hole a connection or reset it.
+// For multi-process tests it re-executes the test binary as worker processes ([StartWorker],
+// [RunWorkers]).
+//
+// # Where the server comes from
+//
+//   - [Start] always starts a new server owned by the calling test. The binary is $REDIS_SERVER
+//     when set, else "redis-server" on PATH. Without a binary, a Redis container is started through
+//     testcontainers-go when a Docker engine answers a preflight health check (image
+//     $HOLDFAST_REDIS_IMAGE, default "redis:7.0"); such a server is not [Server.Controllable].
+//     With neither, the test is skipped, or fails when the environment variable CI is non-empty.
+//     Install Redis with `bash scripts/setup.sh` or `apt-get install redis-server`.
+//   - [Shared] returns one server for the whole test binary: the external server named by
+//     $REDIS_ADDR (host:port; never stopped, restarted or flushed by this package), else a
+//     process started on first use and stopped by [Main].
+//
+// # Usage
+//
+//	func TestMain(m *testing.M) { redistest.Main(m) }
+//
+//	func TestSomething(t *testing.T) {
+//		srv := redistest.Start(t) // or redistest.Shared(t) for tests that do not break the server
+//		rdb := srv.Client(t)
+//		key := redistest.Name(t)
+//		...
+//	}
+//
+// Servers started by this package never outlive the test binary: they are stopped by
+// tb.Cleanup (or [Main]) and, on Linux, receive SIGKILL when the test binary dies
+// (Pdeathsig), even after a panic or a SIGKILL of the test binary.
+//
+// The package is Linux-oriented (process groups, Pdeathsig, SIGSTOP); it is only used by the
+// integration module's tests.
+package redistest
