@@ -1,0 +1,120 @@
+package integration
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+	"sync/atomic"
+	"testing"
+
+	"github.com/holdfast-go/holdfast/integration/redistest"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// roundTrips counts what a go-redis client sends: one per command and one per
+// pipeline, i.e. client round trips.
+type roundTrips struct{ n atomic.Int64 }
+
+func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.n.Add(1); return next(ctx, cmd) }
+}
+func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.n.Add(1); return next(ctx, cmds) }
+}
+
+// serverCalls returns the number of commands the server has executed, scripts'
+// inner commands included (INFO commandstats).
+func serverCalls(t testing.TB, rdb *redis.Client) int64 {
+	t.Helper()
+	stats, err := rdb.InfoMap(context.Background(), "commandstats").Result()
+	require.NoError(t, err)
+	var n int64
+	for cmd, kv := range stats["Commandstats"] {
+		if cmd == "cmdstat_info" {
+			continue
+		}
+		for _, part := range strings.Split(kv, ",") {
+			if v, ok := strings.CutPrefix(part, "calls="); ok {
+				calls, err := strconv.ParseInt(v, 10, 64)
+				require.NoError(t, err)
+				n += calls
+			}
+		}
+	}
+	return n
+}
+
+// BenchmarkUncontendedCycle is the hot path: TryLock + Unlock of a free lock by one
+// goroutine. Compare with BenchmarkPing from the same run (benchstat, or the
+// ratio of ns/op); it reports client round trips and server commands per cycle.
+func BenchmarkUncontendedCycle(b *testing.B) {
+	srv := redistest.Shared(b)
+	rdb := srv.Client(b)
+	rt := &roundTrips{}
+	rdb.AddHook(rt)
+	c := newClient(b, rdb)
+	m := c.NewMutex(redistest.Name(b))
+	ctx := context.Background()
+	l, err := m.TryLock(ctx) // load the scripts
+	require.NoError(b, err)
+	require.NoError(b, l.Unlock(ctx))
+	admin := srv.Client(b)
+	rt.n.Store(0)
+	calls0 := serverCalls(b, admin)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		l, err := m.TryLock(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	calls := serverCalls(b, admin) - calls0 - 1 // minus the INFO itself
+	b.ReportMetric(float64(rt.n.Load())/float64(b.N), "roundtrips/op")
+	b.ReportMetric(float64(calls)/float64(b.N), "servercmds/op")
+}
+
+// BenchmarkPing is the yardstick: one PING round trip on the same kind of client.
+func BenchmarkPing(b *testing.B) {
+	rdb := redistest.Shared(b).Client(b)
+	ctx := context.Background()
+	require.NoError(b, rdb.Ping(ctx).Err())
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestUncontendedCycleRoundTrips pins the round-trip count of the hot path: one
+// for TryLock, one for Unlock, and no pub/sub.
+func TestUncontendedCycleRoundTrips(t *testing.T) {
+	srv := redistest.Shared(t)
+	rdb := srv.Client(t)
+	rt := &roundTrips{}
+	rdb.AddHook(rt)
+	c := newClient(t, rdb)
+	name := redistest.Name(t)
+	m := c.NewMutex(name)
+	ctx := testCtx(t, 30*time.Second)
+	l, err := m.TryLock(ctx)
+	require.NoError(t, err)
+	require.NoError(t, l.Unlock(ctx))
+	rt.n.Store(0)
+	for i := 0; i < 100; i++ {
+		l, err := m.TryLock(ctx)
+		require.NoError(t, err)
+		require.NoError(t, l.Unlock(ctx))
+	}
+	require.EqualValues(t, 200, rt.n.Load(), "exactly 2 round trips per cycle")
+	ch := "redisson_lock__channel:{" + name + "}"
+	require.Zero(t, srv.Client(t).PubSubNumSub(ctx, ch).Val()[ch], "no subscription on the uncontended path")
+}
