@@ -4,9 +4,9 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"time"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/holdfast-go/holdfast/integration/redistest"
 	"github.com/redis/go-redis/v9"
