@@ -6,8 +6,9 @@
 -- ARGV[3]  expected hold count c: the owner's count on N as the client knows it
 --
 -- Returns
---   nil      acquired: the owner's count is now c+1 (also when it already was c+1:
---            a retried execution of this same call, or a hand-off to this owner)
+--   "OK"     acquired: the owner's count is now c+1 (also when it already was c+1:
+--            a retried execution of this same call, or a hand-off to this owner).
+--            Redisson answers nil; a status reply spares go-redis its error path.
 --   integer  not acquired: PTTL of N in ms (-1: the holder set no expiry)
 --   {n}      the owner's count in Redis is n, not c: nothing changed
 --            (n == 0 means the owner's earlier holds were lost)
@@ -21,7 +22,7 @@ n = n and tonumber(n) or 0
 local c = tonumber(ARGV[3])
 if n == c + 1 then
   redis.call('pexpire', KEYS[1], ARGV[1])
-  return nil
+  return redis.status_reply('OK')
 end
 if n ~= c then
   return {n}
@@ -31,4 +32,4 @@ if n == 0 and redis.call('exists', KEYS[1]) == 1 then
 end
 redis.call('hincrby', KEYS[1], ARGV[2], 1)
 redis.call('pexpire', KEYS[1], ARGV[1])
-return nil
+return redis.status_reply('OK')

@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -64,13 +63,14 @@ type AcquireReply struct {
 // was.
 func Acquire(ctx context.Context, c redis.Scripter, a AcquireArgs) (AcquireReply, error) {
 	v, err := acquireScript.Run(ctx, c, []string{a.Key}, millis(a.Lease), a.Field, a.Expected).Result()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return AcquireReply{Acquired: true}, nil
-	case err != nil:
+	if err != nil {
 		return AcquireReply{}, err
 	}
 	switch v := v.(type) {
+	case string:
+		if v == "OK" {
+			return AcquireReply{Acquired: true}, nil
+		}
 	case int64:
 		return AcquireReply{TTL: ttl(v)}, nil
 	case []any:
@@ -228,12 +228,8 @@ func IsWrongType(err error) bool {
 }
 
 // millis renders d as whole milliseconds, at least 1, as the scripts expect.
-func millis(d time.Duration) string {
-	ms := d.Milliseconds()
-	if ms < 1 {
-		ms = 1
-	}
-	return strconv.FormatInt(ms, 10)
+func millis(d time.Duration) int64 {
+	return max(d.Milliseconds(), 1)
 }
 
 func ttl(pttl int64) time.Duration {

@@ -55,6 +55,7 @@ type Watchdog struct {
 	closed   bool
 
 	poke   chan struct{}
+	wakeAt time.Time       // when the loop wakes next; guarded by mu
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -115,7 +116,7 @@ func (w *Watchdog) Watch(key, field string, deadline time.Time, renew bool, onLo
 	if renew {
 		w.renewed[h] = struct{}{}
 	}
-	w.wake()
+	w.wakeBy(deadline)
 	return h
 }
 
@@ -136,7 +137,7 @@ func (h *Hold) Update(deadline time.Time, renew bool) {
 	} else {
 		delete(w.renewed, h)
 	}
-	w.wake()
+	w.wakeBy(deadline)
 }
 
 // Stop ends the hold's registration. After Stop returns, no later round renews the
@@ -179,7 +180,13 @@ func (w *Watchdog) remove(h *Hold) {
 	delete(w.renewed, h)
 }
 
-func (w *Watchdog) wake() {
+// wakeBy makes sure the loop wakes by t, poking it only when it would sleep
+// longer: registrations on the hot path usually cost no wake-up. w.mu must be held.
+func (w *Watchdog) wakeBy(t time.Time) {
+	if !t.Before(w.wakeAt) {
+		return
+	}
+	w.wakeAt = t
 	select {
 	case w.poke <- struct{}{}:
 	default:
@@ -193,6 +200,9 @@ func (w *Watchdog) run() {
 	timer := time.NewTimer(w.opts.Interval)
 	defer timer.Stop()
 	nextRound := time.Now().Add(w.opts.Interval)
+	w.mu.Lock()
+	w.wakeAt = nextRound
+	w.mu.Unlock()
 	for {
 		select {
 		case <-w.ctx.Done():
@@ -205,15 +215,13 @@ func (w *Watchdog) run() {
 			w.round()
 			nextRound = now.Add(w.opts.Interval)
 		}
-		sleep := time.Until(nextRound)
 		w.mu.Lock()
-		if len(w.deadline) > 0 {
-			if d := time.Until(w.deadline[0].due); d < sleep {
-				sleep = d
-			}
+		w.wakeAt = nextRound
+		if len(w.deadline) > 0 && w.deadline[0].due.Before(w.wakeAt) {
+			w.wakeAt = w.deadline[0].due
 		}
+		timer.Reset(max(time.Until(w.wakeAt), 0))
 		w.mu.Unlock()
-		timer.Reset(max(sleep, 0))
 	}
 }
 
@@ -277,7 +285,7 @@ func (w *Watchdog) round() {
 			if h.index < 0 || !h.renew {
 				continue // stopped or changed while the round was in flight
 			}
-			if results[i].ok[j] {
+			if j < len(results[i].ok) && results[i].ok[j] {
 				if d := sent.Add(w.opts.Timeout); d.After(h.due) {
 					h.due = d
 					heap.Fix(&w.deadline, h.index)
