@@ -1,0 +1,170 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/holdfast-go/holdfast/bench/internal/stats"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// plotRef is a written plot.
+type plotRef struct{ File, Title string }
+
+// minPlotMS is the floor of log-scale plots (values below are drawn there).
+const minPlotMS = 0.01
+
+func writePlots(r *results, dir string) ([]plotRef, error) {
+	var refs []plotRef
+	for _, c := range []contendedCase{{4, 4, time.Millisecond}, {1, 32, time.Millisecond}, {4, 4, 0}} {
+		file := fmt.Sprintf("wait-cdf-%dx%d-%dms.png", c.Procs, c.Goroutines, c.CS.Milliseconds())
+		title := fmt.Sprintf("Waiter wait distribution, %d × %d goroutines, %d ms critical section", c.Procs, c.Goroutines, c.CS.Milliseconds())
+		ok, err := waitCDF(r, c, title, filepath.Join(dir, file))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			refs = append(refs, plotRef{file, title})
+		}
+	}
+	for _, m := range []struct {
+		file, title string
+		dist        func(*runStats) stats.Dist
+	}{
+		{"handoff", "Hand-off latency", func(rs *runStats) stats.Dist { return rs.Handoff }},
+		{"release-to-waiter", "Release → waiter latency", func(rs *runStats) stats.Dist { return rs.ReleaseToWaiter }},
+	} {
+		for _, cs := range []time.Duration{time.Millisecond, 0} {
+			file := fmt.Sprintf("%s-vs-goroutines-%dms.png", m.file, cs.Milliseconds())
+			title := fmt.Sprintf("%s vs goroutines, %d ms critical section", m.title, cs.Milliseconds())
+			ok, err := latencyPlot(r, cs, m.dist, title, filepath.Join(dir, file))
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				refs = append(refs, plotRef{file, title})
+			}
+		}
+	}
+	return refs, nil
+}
+
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = x
+	p.Y.Label.Text = y
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+func style(l *plotter.Line, i int, dashed bool) {
+	l.Color = plotutil.Color(i)
+	l.Width = vg.Points(1.6)
+	if dashed {
+		l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+	}
+}
+
+func waitCDF(r *results, c contendedCase, title, file string) (bool, error) {
+	p := newPlot(title, "waiter wait (ms, log scale; ≤ 0.01 ms drawn at 0.01)", "fraction of waiting Lock calls ≤ x")
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Min, p.Y.Max = 0, 1
+	drawn := false
+	for i, l := range r.Libs {
+		rs := r.run(l.Name, c)
+		if rs == nil || rs.Wait.N() == 0 {
+			continue
+		}
+		n := rs.Wait.N()
+		step := max(1, n/600)
+		var pts plotter.XYs
+		for j := 0; j < n; j += step {
+			x := max(minPlotMS, ms(time.Duration(rs.Wait[j])))
+			pts = append(pts, plotter.XY{X: x, Y: float64(j) / float64(n)}, plotter.XY{X: x, Y: float64(min(j+step, n)) / float64(n)})
+		}
+		pts = append(pts, plotter.XY{X: max(minPlotMS, ms(rs.Wait.Max())), Y: 1})
+		line, err := plotter.NewLine(pts)
+		if err != nil {
+			return false, err
+		}
+		style(line, i, false)
+		p.Add(line)
+		p.Legend.Add(l.Name, line)
+		drawn = true
+	}
+	if !drawn {
+		return false, nil
+	}
+	return true, savePlot(p, file)
+}
+
+func latencyPlot(r *results, cs time.Duration, dist func(*runStats) stats.Dist, title, file string) (bool, error) {
+	p := newPlot(title, "goroutines (log scale; 4×4 = 4 processes × 4 goroutines, the others in one process)",
+		"latency (ms, log scale; ≤ 0.01 ms drawn at 0.01)")
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.ConstantTicks([]plot.Tick{{Value: 2, Label: "1×2"}, {Value: 8, Label: "1×8"}, {Value: 16, Label: "4×4"}, {Value: 32, Label: "1×32"}})
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	drawn := false
+	cases := []contendedCase{{1, 2, cs}, {1, 8, cs}, {4, 4, cs}, {1, 32, cs}}
+	for i, l := range r.Libs {
+		for _, q := range []float64{0.5, 0.99} {
+			var pts plotter.XYs
+			for _, c := range cases {
+				rs := r.run(l.Name, c)
+				if rs == nil || dist(rs).N() == 0 {
+					continue
+				}
+				pts = append(pts, plotter.XY{X: float64(c.Total()), Y: max(minPlotMS, ms(dist(rs).P(q)))})
+			}
+			if len(pts) == 0 {
+				continue
+			}
+			line, scatter, err := plotter.NewLinePoints(pts)
+			if err != nil {
+				return false, err
+			}
+			style(line, i, q > 0.5)
+			scatter.Color = plotutil.Color(i)
+			scatter.Shape = draw.CircleGlyph{}
+			p.Add(line, scatter)
+			p.Legend.Add(fmt.Sprintf("%s p%.0f", l.Name, q*100), line)
+			drawn = true
+		}
+	}
+	if !drawn {
+		return false, nil
+	}
+	return true, savePlot(p, file)
+}
+
+// savePlot writes p as a PNG with its legend to the right of the plot area.
+func savePlot(p *plot.Plot, file string) error {
+	const w, h, legendW = 10 * vg.Inch, 5.5 * vg.Inch, 2.4 * vg.Inch
+	img := vgimg.New(w, h)
+	dc := draw.New(img)
+	leg := p.Legend
+	p.Legend = plot.NewLegend() // empty: not drawn inside the plot
+	p.Draw(draw.Crop(dc, 0, -legendW, 0, 0))
+	leg.Top, leg.Left = true, true
+	leg.YOffs = -vg.Points(30)
+	leg.Draw(draw.Crop(dc, w-legendW+vg.Points(8), 0, 0, 0))
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}

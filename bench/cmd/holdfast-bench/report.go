@@ -1,0 +1,537 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/holdfast-go/holdfast/bench/internal/libs"
+)
+
+// results is everything one run measured.
+type results struct {
+	Started     time.Time
+	Elapsed     time.Duration
+	Env         []envFact
+	Libs        []libs.Library
+	Duration    time.Duration
+	Warmup      time.Duration
+	LockTimeout time.Duration
+	Rounds      int
+	Cycles      int
+	Quick       bool
+	Uncontended []*uncontendedStats
+	Contended   []*runStats
+}
+
+type envFact struct{ Name, Value string }
+
+func environment(redisVersion, redisBin string) []envFact {
+	cpu := "?"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for l := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "model name"); ok {
+				cpu = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	read := func(p string) string {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return "?"
+		}
+		return strings.TrimSpace(string(b))
+	}
+	return []envFact{
+		{"CPU", fmt.Sprintf("%s, %d logical CPUs, GOMAXPROCS %d", cpu, runtime.NumCPU(), runtime.GOMAXPROCS(0))},
+		{"OS", fmt.Sprintf("Linux %s, %s/%s", read("/proc/sys/kernel/osrelease"), runtime.GOOS, runtime.GOARCH)},
+		{"Go", runtime.Version()},
+		{"Redis", fmt.Sprintf("redis-server %s (%s), `--save \"\" --appendonly no`, loopback TCP", redisVersion, redisBin)},
+		{"go-redis", libs.ModuleVersion("github.com/redis/go-redis/v9")},
+		{"Load average at start", read("/proc/loadavg")},
+	}
+}
+
+func (r *results) run(lib string, c contendedCase) *runStats {
+	for _, rs := range r.Contended {
+		if rs.Lib == lib && rs.Case == c && rs.Err == "" {
+			return rs
+		}
+	}
+	return nil
+}
+
+func (r *results) uncontended(name string) *uncontendedStats {
+	for _, u := range r.Uncontended {
+		if u.Name == name {
+			return u
+		}
+	}
+	return nil
+}
+
+func (r *results) hasHoldfast() bool {
+	for _, l := range r.Libs {
+		if l.Name == libs.Holdfast {
+			return true
+		}
+	}
+	return false
+}
+
+// peers returns the non-holdfast libraries.
+func (r *results) peers() []libs.Library {
+	var out []libs.Library
+	for _, l := range r.Libs {
+		if l.Name != libs.Holdfast {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// bestPeer returns the best peer value of metric in case c (lower is
+// better unless higher), its library, and whether any peer had a value.
+func (r *results) bestPeer(c contendedCase, metric func(*runStats) (float64, bool), higher bool) (float64, string, bool) {
+	best, name, found := 0.0, "", false
+	for _, l := range r.peers() {
+		rs := r.run(l.Name, c)
+		if rs == nil {
+			continue
+		}
+		v, ok := metric(rs)
+		if !ok {
+			continue
+		}
+		if !found || (higher && v > best) || (!higher && v < best) {
+			best, name, found = v, l.Name, true
+		}
+	}
+	return best, name, found
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// metricCol is one column of a contended table.
+type metricCol struct {
+	head string
+	// value is the number behind the cell (and the ratio), if any.
+	value func(*runStats) (float64, bool)
+	// format renders value; text, if set, renders the cell instead.
+	format func(float64) string
+	text   func(*runStats) string
+	higher bool // higher is better
+	ratio  bool // give holdfast ÷ best peer
+}
+
+func (c metricCol) cell(rs *runStats) string {
+	if c.text != nil {
+		return c.text(rs)
+	}
+	if v, ok := c.value(rs); ok {
+		return c.format(v)
+	}
+	return "—"
+}
+
+func durCol(head string, f func(*runStats) (time.Duration, bool)) metricCol {
+	return metricCol{
+		head:   head,
+		value:  func(rs *runStats) (float64, bool) { d, ok := f(rs); return float64(d), ok },
+		format: func(v float64) string { return fmtDur(time.Duration(v)) },
+		ratio:  true,
+	}
+}
+
+func pct(n, d int) string {
+	if d == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f %%", 100*float64(n)/float64(d))
+}
+
+func contendedCols(c contendedCase) []metricCol {
+	f2 := func(v float64) string { return fmt.Sprintf("%.2f", v) }
+	cols := []metricCol{
+		{head: "acq/s", value: func(rs *runStats) (float64, bool) { return rs.AcqPerSec, true },
+			format: func(v float64) string { return fmt.Sprintf("%.0f", v) }, higher: true, ratio: true},
+		durCol("hand-off p50", func(rs *runStats) (time.Duration, bool) { return rs.Handoff.P(0.5), rs.Handoff.N() > 0 }),
+		durCol("hand-off p99", func(rs *runStats) (time.Duration, bool) { return rs.Handoff.P(0.99), rs.Handoff.N() > 0 }),
+	}
+	if c.Procs > 1 {
+		cols = append(cols,
+			durCol("cross-process hand-off p50", func(rs *runStats) (time.Duration, bool) { return rs.HandoffX.P(0.5), rs.HandoffX.N() > 0 }),
+			durCol("cross-process hand-off p99", func(rs *runStats) (time.Duration, bool) { return rs.HandoffX.P(0.99), rs.HandoffX.N() > 0 }),
+		)
+	}
+	cols = append(cols,
+		durCol("release → waiter p50", func(rs *runStats) (time.Duration, bool) {
+			return rs.ReleaseToWaiter.P(0.5), rs.ReleaseToWaiter.N() > 0
+		}),
+		durCol("release → waiter p99", func(rs *runStats) (time.Duration, bool) {
+			return rs.ReleaseToWaiter.P(0.99), rs.ReleaseToWaiter.N() > 0
+		}),
+		durCol("waiter wait p50", func(rs *runStats) (time.Duration, bool) { return rs.Wait.P(0.5), rs.Wait.N() > 0 }),
+		durCol("waiter wait p99", func(rs *runStats) (time.Duration, bool) { return rs.Wait.P(0.99), rs.Wait.N() > 0 }),
+		metricCol{head: "waiters / Lock calls", text: func(rs *runStats) string {
+			return fmt.Sprintf("%d / %d", rs.Wait.N(), rs.Calls)
+		}},
+		metricCol{head: "re-acquired by releaser while others waited", text: func(rs *runStats) string {
+			return pct(rs.Barged, rs.ContestedReleases)
+		}},
+		metricCol{head: "acq / goroutine max / min", text: func(rs *runStats) string {
+			maxG, minG := 0, math.MaxInt
+			for _, n := range rs.PerG {
+				maxG, minG = max(maxG, n), min(minG, n)
+			}
+			return fmt.Sprintf("%d / %d", maxG, minG)
+		}},
+		metricCol{head: "starved", text: func(rs *runStats) string { return fmt.Sprint(rs.Starved) }},
+		metricCol{head: "round trips / acq", value: func(rs *runStats) (float64, bool) { return rs.RTPerAcq, rs.Acq > 0 },
+			format: f2, ratio: true},
+		metricCol{head: "server cmds / acq", value: func(rs *runStats) (float64, bool) { return rs.CmdPerAcq, rs.Acq > 0 },
+			format: f2, ratio: true},
+		metricCol{head: "scripts / acq", value: func(rs *runStats) (float64, bool) { return rs.ScrPerAcq, rs.Acq > 0 },
+			format: f2},
+		metricCol{head: "failed / pending Lock calls", text: func(rs *runStats) string {
+			return fmt.Sprintf("%d / %d", rs.Failed, rs.Pending)
+		}},
+		metricCol{head: "overlaps", text: func(rs *runStats) string { return fmt.Sprint(rs.Overlaps) }},
+	)
+	return cols
+}
+
+func ratioCell(hv, pv float64, peer string) string {
+	if hv <= 0 || pv <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%s (%s)", fmtRatio(hv/pv), peer)
+}
+
+// fmtRatio prints a ratio with two decimals, or two significant digits
+// when it is small.
+func fmtRatio(v float64) string {
+	if v < 0.1 {
+		return fmt.Sprintf("%.2g", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func renderMarkdown(r *results, plots []plotRef) string {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	p("# Performance\n\n")
+	p("Generated by `bench/cmd/holdfast-bench` (`make -C bench bench`) on %s in %.0f s; do not edit by hand.\n",
+		r.Started.Format("2006-01-02 15:04 UTC"), r.Elapsed.Seconds())
+	if r.Quick {
+		p("\n**Quick run** (`-quick`): short windows, numbers are rough.\n")
+	}
+	p("The machine is small (2 cores) and shared: absolute numbers drift from run to run, so every target is a ratio " +
+		"measured in the same run, libraries interleaved (each case starts with another library).\n\n")
+
+	p("## Targets for holdfast's Mutex\n\n")
+	renderTargets(&b, r)
+
+	p("\n## Machine\n\n| | |\n|---|---|\n")
+	for _, f := range r.Env {
+		p("| %s | %s |\n", f.Name, f.Value)
+	}
+
+	p("\n## Libraries and settings\n\n| library | version | settings |\n|---|---|---|\n")
+	for _, l := range r.Libs {
+		p("| %s | %s | %s |\n", l.Name, l.Version(), l.Settings)
+	}
+
+	p("\n## Definitions\n\n")
+	p("- **PING**: one `PING` round trip on the same kind of client the library uses " +
+		"(a go-redis client with default options; a rueidis client with `PipelineMultiplex: -1` as rueidislock forces). " +
+		"Every latency ratio divides by the PING p50 of the same run.\n")
+	p("- **Uncontended cycle**: one goroutine, `Lock` then `Unlock` on a lock nobody else uses, measured from the `Lock` call to the `Unlock` return; "+
+		"%d rounds × %d cycles per library (after an unmeasured warm-up), interleaved with the PING batches.\n", r.Rounds, r.Cycles)
+	p("- **Contended run**: P processes × G goroutines loop on one lock name: `Lock` (with a %s deadline), critical section "+
+		"(`time.Sleep` of 0 or 1 ms; 0 means none), `Unlock`. Every contended case runs in worker processes (the binary re-executes itself), "+
+		"one `Instance` (client) per process shared by its goroutines. A run has a %s warm-up and a %s measured window; "+
+		"at the window's end waiting `Lock` calls are cancelled.\n", r.LockTimeout, r.Warmup, r.Duration)
+	p("- **Timestamps**: `CLOCK_MONOTONIC` read with `clock_gettime` (`golang.org/x/sys/unix`), comparable across processes.\n")
+	p("- **Failed / pending Lock calls**: calls that returned an error in the window (deadline or library error) / calls still waiting at its end.\n")
+	p("- **acq/s**: acquisitions whose `Lock` returned in the window ÷ window length.\n")
+	p("- **Hand-off latency**: previous holder's `Unlock` return → next holder's `Lock` return, for consecutive acquisitions " +
+		"(ordered by `Lock` return) where the next holder is another goroutine whose `Lock` call began before that `Unlock` returned " +
+		"(a waiter, not a late arrival). *Cross-process*: the subset where the two goroutines are in different processes. " +
+		"It can be slightly negative when the next holder's reply is read before the releaser's.\n")
+	p("- **Waiter wait**: `Lock` call → `Lock` return, over the `Lock` calls that returned in the window or were still waiting at its end " +
+		"(those count with their wait so far, from their call, which may lie in the warm-up: a goroutine starved for the whole run shows up " +
+		"in the tail), restricted to calls that could not acquire at once (*waiters*): the lock was held when the call began (between another " +
+		"holder's `Lock` return and `Unlock` return), or another acquisition returned between the call and its return, or the call did not " +
+		"acquire. *waiters / Lock calls* gives their share. The classification uses only the harness's timestamps, so it treats every library alike; " +
+		"a call that hits its deadline counts with its full wait.\n")
+	p("- **Release → waiter**: for every `Unlock` return while other goroutines had `Lock` calls waiting, the time until one of " +
+		"*those* goroutines' `Lock` returns, however often the lock changed hands (or went back to the releaser) in between; " +
+		"censored at the window's end. Where nobody barges it equals the hand-off; with polling it shows the cost of the poll interval " +
+		"that the hand-off, taken over consecutive holders only, hides (a poller wins only when its poll falls just after a release).\n")
+	p("- **Re-acquired by releaser while others waited**: among acquisitions whose previous holder's `Unlock` returned while another " +
+		"goroutine had a `Lock` call waiting, the share that went back to that same releasing goroutine (barging).\n")
+	p("- **Acquisitions per goroutine max/min**, **starved**: per goroutine, acquisitions in the window; starved = goroutines with 0.\n")
+	p("- **Client round trips**: commands plus pipelines sent through the library's client: a go-redis `AddHook` (process and pipeline hooks) " +
+		"on the client handed to the library; for rueidislock a wrapper around `rueidis.Client` (via `LockerOption.ClientBuilder`) counting " +
+		"`Do`/`DoMulti`/`DoCache`/… calls. A script call is 1 (2 on a NOSCRIPT fall-back). Commands of a go-redis `PubSub` " +
+		"(SUBSCRIBE/UNSUBSCRIBE) and rueidis' client-tracking set-up do not pass through these and are not counted; they are counted in server commands. " +
+		"Background work (watchdog renewals, extensions) in the window is included.\n")
+	p("- **Server commands**: the change of the sum of `calls` over `INFO commandstats` during the window (the benchmark's own `INFO` left out) " +
+		"÷ acquisitions. Redis counts commands that a script runs with `redis.call` too (checked on 7.0.15: an `EVAL` running `SET` and `GET` adds 3), " +
+		"so an `EVALSHA` whose script runs two commands counts 3. *scripts* = `EVAL`/`EVALSHA`/`FCALL` calls alone.\n")
+	p("- **Overlaps** (sanity check, should be 0): acquisitions whose `Lock` returned before the previous holder called `Unlock`.\n")
+	p("- **holdfast ÷ best peer**: holdfast's value divided by the best of the other libraries in that column (lowest, or highest for acq/s); " +
+		"below 1 is better except for acq/s.\n")
+
+	p("\n## PING and uncontended Lock+Unlock\n\n")
+	renderUncontended(&b, r)
+
+	p("\n## Contended\n")
+	var lastCS time.Duration = -1
+	for _, c := range contendedCases() {
+		if c.CS != lastCS {
+			p("\n### Critical section %d ms\n", c.CS.Milliseconds())
+			lastCS = c.CS
+		}
+		renderCase(&b, r, c)
+	}
+
+	if len(plots) > 0 {
+		p("\n## Plots\n\n")
+		for _, pl := range plots {
+			p("### %s\n\n![%s](img/%s)\n\n", pl.Title, pl.Title, pl.File)
+		}
+	}
+
+	p("\n## Reproduce\n\n```sh\nmake -C bench bench          # full run (< 5 min), rewrites docs/performance.md and docs/img/\n" +
+		"cd bench && go run ./cmd/holdfast-bench -quick -out /tmp/hb   # about a minute\n" +
+		"cd bench && go run -tags noholdfast ./cmd/holdfast-bench -quick -out /tmp/hb   # competitors only\n```\n")
+	return b.String()
+}
+
+func renderUncontended(b *strings.Builder, r *results) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p("| | client | p50 | p99 | p50 ÷ PING p50 | p99 ÷ PING p99 | round trips / cycle | server cmds / cycle (scripts) |\n")
+	p("|---|---|---|---|---|---|---|---|\n")
+	pingOf := func(client string) *uncontendedStats {
+		if client == libs.Rueidis {
+			return r.uncontended(pingRueidis)
+		}
+		return r.uncontended(pingGoRedis)
+	}
+	for _, u := range r.Uncontended {
+		ping := pingOf(u.Client)
+		p("| %s | %s | %s | %s | %.2f | %.2f | %.2f | %.2f (%.2f) |\n", u.Name, u.Client, fmtDur(u.Lat.P(0.5)), fmtDur(u.Lat.P(0.99)),
+			float64(u.Lat.P(0.5))/float64(ping.Lat.P(0.5)), float64(u.Lat.P(0.99))/float64(ping.Lat.P(0.99)),
+			u.RTPerOp, u.CmdPerOp, u.ScriptsPerOp)
+	}
+	if h := r.uncontended(libs.Holdfast); h != nil {
+		best, bestName := time.Duration(0), ""
+		for _, l := range r.peers() {
+			if u := r.uncontended(l.Name); u != nil && (bestName == "" || u.Lat.P(0.5) < best) {
+				best, bestName = u.Lat.P(0.5), l.Name
+			}
+		}
+		if bestName != "" {
+			p("\nholdfast ÷ best peer, cycle p50: %s.\n", ratioCell(float64(h.Lat.P(0.5)), float64(best), bestName))
+		}
+	}
+	p("\nThe ratio column divides by the PING of the library's own client kind.\n")
+}
+
+func renderCase(b *strings.Builder, r *results, c contendedCase) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	procs := "one process"
+	if c.Procs > 1 {
+		procs = fmt.Sprintf("%d processes", c.Procs)
+	}
+	p("\n#### %d × %d goroutines (%s), %d ms\n\n", c.Procs, c.Goroutines, procs, c.CS.Milliseconds())
+	cols := contendedCols(c)
+	p("| library |")
+	for _, col := range cols {
+		p(" %s |", col.head)
+	}
+	p("\n|---|")
+	for range cols {
+		p("---|")
+	}
+	p("\n")
+	for _, l := range r.Libs {
+		rs := r.run(l.Name, c)
+		if rs == nil {
+			p("| %s | run failed: %s |\n", l.Name, runErr(r, l.Name, c))
+			continue
+		}
+		p("| %s |", l.Name)
+		for _, col := range cols {
+			p(" %s |", col.cell(rs))
+		}
+		p("\n")
+	}
+	if h := r.run(libs.Holdfast, c); h != nil {
+		p("| **holdfast ÷ best peer** |")
+		for _, col := range cols {
+			if !col.ratio {
+				p(" |")
+				continue
+			}
+			hv, ok := col.value(h)
+			pv, peer, found := r.bestPeer(c, col.value, col.higher)
+			if !ok || !found {
+				p(" — |")
+				continue
+			}
+			p(" %s |", ratioCell(hv, pv, peer))
+		}
+		p("\n")
+	}
+	var errs []string
+	for _, l := range r.Libs {
+		if rs := r.run(l.Name, c); rs != nil {
+			for e, n := range rs.Errors {
+				errs = append(errs, fmt.Sprintf("%s: %d × `%s`", l.Name, n, e))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		p("\nErrors: %s\n", strings.Join(errs, "; "))
+	}
+}
+
+func runErr(r *results, lib string, c contendedCase) string {
+	for _, rs := range r.Contended {
+		if rs.Lib == lib && rs.Case == c {
+			return strings.ReplaceAll(rs.Err, "|", "/")
+		}
+	}
+	return "not run"
+}
+
+// target is one of the issue's goals for holdfast.
+type target struct {
+	Name     string `json:"name"`
+	Measured string `json:"measured"`
+	Limit    string `json:"limit"`
+	Met      string `json:"met"`
+}
+
+func yesNo(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**no**"
+}
+
+func (r *results) targets() []target {
+	if !r.hasHoldfast() {
+		return nil
+	}
+	var ts []target
+	na := func(name, limit string) { ts = append(ts, target{name, "n/a", limit, "n/a"}) }
+
+	h, ping := r.uncontended(libs.Holdfast), r.uncontended(pingGoRedis)
+	if h != nil && ping != nil {
+		ratio := float64(h.Lat.P(0.5)) / float64(ping.Lat.P(0.5))
+		ts = append(ts, target{"uncontended cycle p50 ÷ PING p50",
+			fmt.Sprintf("%.2f (%s ÷ %s)", ratio, fmtDur(h.Lat.P(0.5)), fmtDur(ping.Lat.P(0.5))), "≤ 2.0", yesNo(ratio <= 2.0)})
+	} else {
+		na("uncontended cycle p50 ÷ PING p50", "≤ 2.0")
+	}
+
+	c44 := contendedCase{Procs: 4, Goroutines: 4, CS: time.Millisecond}
+	waitQ := func(q float64) func(*runStats) (float64, bool) {
+		return func(rs *runStats) (float64, bool) { return float64(rs.Wait.P(q)), rs.Wait.N() > 0 }
+	}
+	for _, w := range []struct {
+		q     float64
+		name  string
+		limit float64
+		lim   string
+	}{{0.99, "waiter wait p99 at 4×4, 1 ms ÷ best peer's", 0.1, "≤ 0.10"}, {0.5, "waiter wait p50 at 4×4, 1 ms ÷ best peer's", 1, "≤ 1.0"}} {
+		hr := r.run(libs.Holdfast, c44)
+		pv, peer, found := r.bestPeer(c44, waitQ(w.q), false)
+		if hr == nil || !found || pv <= 0 {
+			na(w.name, w.lim)
+			continue
+		}
+		hv := float64(hr.Wait.P(w.q))
+		ratio := hv / pv
+		ts = append(ts, target{w.name, fmt.Sprintf("%.3f (%s ÷ %s, %s)", ratio, fmtDur(time.Duration(hv)), fmtDur(time.Duration(pv)), peer),
+			w.lim, yesNo(ratio <= w.limit)})
+	}
+	for _, cs := range []time.Duration{time.Millisecond, 0} {
+		for _, c := range []contendedCase{{4, 4, cs}, {1, 32, cs}} {
+			name := fmt.Sprintf("client round trips / acquisition at %s", c)
+			if hr := r.run(libs.Holdfast, c); hr != nil && hr.Acq > 0 {
+				ts = append(ts, target{name, fmt.Sprintf("%.2f", hr.RTPerAcq), "≤ 2.5", yesNo(hr.RTPerAcq <= 2.5)})
+			} else {
+				na(name, "≤ 2.5")
+			}
+		}
+	}
+	for _, cs := range []time.Duration{time.Millisecond, 0} {
+		c := contendedCase{1, 32, cs}
+		name := fmt.Sprintf("starved goroutines at %s", c)
+		if hr := r.run(libs.Holdfast, c); hr != nil {
+			ts = append(ts, target{name, fmt.Sprintf("%d", hr.Starved), "0", yesNo(hr.Starved == 0)})
+		} else {
+			na(name, "0")
+		}
+	}
+	return ts
+}
+
+func renderTargets(b *strings.Builder, r *results) {
+	ts := r.targets()
+	if ts == nil {
+		fmt.Fprintf(b, "holdfast was not part of this run (built with `-tags noholdfast` or left out with `-libs`).\n")
+		return
+	}
+	fmt.Fprintf(b, "| target | measured | limit | met |\n|---|---|---|---|\n")
+	for _, t := range ts {
+		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", t.Name, t.Measured, t.Limit, t.Met)
+	}
+}
+
+// summary is the JSON form of the results (percentiles instead of samples).
+func (r *results) summary() any {
+	type dist struct {
+		N             int
+		P50, P99, Max time.Duration
+	}
+	d := func(x interface {
+		N() int
+		P(float64) time.Duration
+		Max() time.Duration
+	}) dist {
+		return dist{x.N(), x.P(0.5), x.P(0.99), x.Max()}
+	}
+	type unc struct {
+		*uncontendedStats
+		Latency dist
+	}
+	type con struct {
+		*runStats
+		Handoff, HandoffCrossProcess, ReleaseToWaiter, Wait dist
+	}
+	out := struct {
+		Started     time.Time
+		Elapsed     time.Duration
+		Env         []envFact
+		Targets     []target
+		Uncontended []unc
+		Contended   []con
+	}{Started: r.Started, Elapsed: r.Elapsed, Env: r.Env, Targets: r.targets()}
+	for _, u := range r.Uncontended {
+		out.Uncontended = append(out.Uncontended, unc{u, d(u.Lat)})
+	}
+	for _, c := range r.Contended {
+		out.Contended = append(out.Contended, con{c, d(c.Handoff), d(c.HandoffX), d(c.ReleaseToWaiter), d(c.Wait)})
+	}
+	return out
+}
