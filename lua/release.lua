@@ -12,6 +12,9 @@
 -- ARGV[7]  successor owner field, or "" for none
 -- ARGV[8]  successor lease in ms
 -- ARGV[9]  k, the number of holds given back (1 <= k <= c)
+-- ARGV[10] "1": hand off only if no other client listens on KEYS[2] (the
+--          releasing client has handed off often enough in a row); "0": hand off
+--          whenever a successor is given
 --
 -- Returns
 --   0    partial release: the owner still holds N with count c-k
@@ -34,7 +37,8 @@ if n == c then
     redis.call('pexpire', KEYS[1], ARGV[2])
     return 0
   end
-  if ARGV[7] ~= '' and redis.call('hlen', KEYS[1]) == 1 then
+  if ARGV[7] ~= '' and redis.call('hlen', KEYS[1]) == 1
+      and (ARGV[10] ~= '1' or redis.call('pubsub', 'numsub', KEYS[2])[2] <= 1) then
     redis.call('del', KEYS[1])
     redis.call('hset', KEYS[1], ARGV[7], 1)
     redis.call('pexpire', KEYS[1], ARGV[8])

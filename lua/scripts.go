@@ -94,8 +94,11 @@ type ReleaseArgs struct {
 	// stays held and nothing is published.
 	Successor      string
 	SuccessorLease time.Duration
-	LatchTTL       time.Duration // how long a retried call can still arrive
-	Publish        string        // Publish or ShardedPublish; "" means Publish
+	// OnlyIfAlone limits the hand-off to the case where no other client
+	// listens on the lock's channel, so that other processes get their turn.
+	OnlyIfAlone bool
+	LatchTTL    time.Duration // how long a retried call can still arrive
+	Publish     string        // Publish or ShardedPublish; "" means Publish
 }
 
 // ReleaseOutcome says what Release did.
@@ -124,7 +127,7 @@ func Release(ctx context.Context, c redis.Scripter, a ReleaseArgs) (ReleaseReply
 	keys := []string{a.Key, ChannelName(a.Key), LatchName(a.Key, a.RequestID)}
 	v, err := releaseScript.Run(ctx, c, keys,
 		UnlockMessage, millis(a.Lease), a.Field, publish(a.Publish), millis(a.LatchTTL),
-		a.Expected, a.Successor, millis(a.SuccessorLease), max(a.Levels, 1)).Result()
+		a.Expected, a.Successor, millis(a.SuccessorLease), max(a.Levels, 1), flag(a.OnlyIfAlone)).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return ReleaseReply{Outcome: NotHeld}, nil
@@ -237,6 +240,13 @@ func ttl(pttl int64) time.Duration {
 		return -1
 	}
 	return time.Duration(pttl) * time.Millisecond
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }
 
 func publish(cmd string) string {

@@ -94,11 +94,13 @@ func (c *Client) leaseOf(lo lockOptions) time.Duration {
 func (c *Client) grant(o *owner, name string, count int64, lo lockOptions, sent time.Time) *Lease {
 	k := holdKey{o.id, name}
 	h := c.holds[k]
+	st := c.state(name)
 	if h == nil {
 		h = &hold{key: k, name: name, field: c.field(o), owner: o}
 		c.holds[k] = h
-		c.state(name).held++
+		st.held++
 	}
+	st.seen = 0
 	h.count = count
 	l := &Lease{c: c, h: h, lease: lo.leaseTime, done: make(chan struct{})}
 	h.leases = append(h.leases, l)

@@ -45,6 +45,7 @@ func (c *Client) unlock(ctx context.Context, l *Lease) error {
 			if succ = c.successor(st); succ != nil {
 				args.Successor = c.field(succ.o)
 				args.SuccessorLease = c.leaseOf(succ.lo)
+				args.OnlyIfAlone = st.streak >= maxHandOffs
 			}
 		} else {
 			args.Lease = c.remainingLease(h, l)
@@ -97,7 +98,7 @@ func (c *Client) unlock(ctx context.Context, l *Lease) error {
 				c.handOff(st, succ, sent)
 			} else {
 				st.streak = 0
-				c.failSuccessor(succ)
+				c.yieldFrom(succ)
 			}
 			c.mu.Unlock()
 			return nil

@@ -11,9 +11,18 @@ import (
 )
 
 // maxHandOffs is how many times in a row a release may hand the lock straight to
-// a waiter of the same client. After that the release is published, so that
-// waiters of other processes get their turn.
+// a waiter of the same client while other clients wait for it too. After that the
+// release is published, so that waiters of other processes get their turn.
 const maxHandOffs = 3
+
+// yieldStep paces the race that follows a published release: a head that has
+// seen fewer releases since its client last held the lock waits a little longer
+// before attempting (yieldStep times (yieldRounds - seen)), so that the client that
+// has waited longest usually wins and the one that just released comes last.
+const (
+	yieldStep   = 150 * time.Microsecond
+	yieldRounds = 4
+)
 
 // lockState is what the client knows of one lock it holds or waits for: how many
 // of its owners hold it, and its waiters in arrival order.
@@ -32,6 +41,7 @@ type lockState struct {
 	sub         *pubsub.Subscription
 	subscribing bool
 	streak      int // hand-offs since the lock was last published or taken by an attempt
+	seen        int // release messages the head received since an owner of this client acquired
 }
 
 type waiterState int
@@ -186,6 +196,9 @@ func (c *Client) wait(ctx context.Context, name string, w *waiter, deadline time
 			if !errors.Is(err, ErrNotAcquired) {
 				return nil, c.leave(st, w, err)
 			}
+			if ttl >= 0 {
+				ttl = max(ttl, time.Millisecond) // the key expires within the millisecond
+			}
 			w.ttl = ttl
 			continue
 		}
@@ -199,14 +212,21 @@ func (c *Client) wait(ctx context.Context, name string, w *waiter, deadline time
 			}
 		}
 		if head && w.ttl >= 0 {
-			sleep.Reset(max(w.ttl, time.Millisecond))
+			sleep.Reset(w.ttl)
 			sleepC = sleep.C
 		}
 		select {
 		case <-w.signal:
 		case <-confirmed:
 		case <-ready:
-			c.setAttempt(w)
+			c.mu.Lock()
+			st.seen++
+			if d := yieldStep * time.Duration(yieldRounds-st.seen); d > 0 {
+				w.ttl = d // attempt when it runs out
+			} else {
+				w.attemptNow = true
+			}
+			c.mu.Unlock()
 		case <-sleepC:
 			c.setAttempt(w)
 		case <-ctx.Done():
@@ -283,7 +303,7 @@ func (c *Client) dequeue(st *lockState, w *waiter, ttl time.Duration) {
 // successor picks the waiter a final release may hand the lock to, and marks it.
 // c.mu must be held.
 func (c *Client) successor(st *lockState) *waiter {
-	if st.streak >= maxHandOffs || len(st.waiters) == 0 {
+	if len(st.waiters) == 0 {
 		return nil
 	}
 	w := st.waiters[0]
@@ -316,6 +336,22 @@ func (c *Client) failSuccessor(succ *waiter) {
 	}
 	succ.state = waiting
 	succ.attemptNow = true
+	succ.wake()
+}
+
+// yieldFrom ends a hand-off the release script declined because other clients
+// wait too: the release was published, and succ races for the lock with the other
+// clients' waiters when the message reaches it, not before. Only a head that may
+// have missed the message (its subscription was not yet confirmed) attempts at
+// once. c.mu must be held.
+func (c *Client) yieldFrom(succ *waiter) {
+	if succ == nil || succ.state != granting {
+		return
+	}
+	succ.state = waiting
+	if !succ.confirmed {
+		succ.attemptNow = true
+	}
 	succ.wake()
 }
 
