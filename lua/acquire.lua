@@ -15,11 +15,20 @@
 --
 -- Compared with Redisson's acquire (same effect on N), the expected count makes a
 -- second execution of the same request, after go-redis retried a call whose reply
--- was lost, a no-op instead of a second hold. HGET comes first so that a non-hash
--- value at N fails with WRONGTYPE before anything is written.
+-- was lost, a no-op instead of a second hold. The first write to N is HSET or
+-- HINCRBY, which fail with WRONGTYPE on a non-hash value before anything changed.
+local ttl = redis.call('pttl', KEYS[1])
+local c = tonumber(ARGV[3])
+if ttl == -2 then
+  if c > 0 then
+    return {0}
+  end
+  redis.call('hset', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return redis.status_reply('OK')
+end
 local n = redis.call('hget', KEYS[1], ARGV[2])
 n = n and tonumber(n) or 0
-local c = tonumber(ARGV[3])
 if n == c + 1 then
   redis.call('pexpire', KEYS[1], ARGV[1])
   return redis.status_reply('OK')
@@ -27,8 +36,8 @@ end
 if n ~= c then
   return {n}
 end
-if n == 0 and redis.call('exists', KEYS[1]) == 1 then
-  return redis.call('pttl', KEYS[1])
+if n == 0 then
+  return ttl
 end
 redis.call('hincrby', KEYS[1], ARGV[2], 1)
 redis.call('pexpire', KEYS[1], ARGV[1])
