@@ -58,10 +58,12 @@ func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 		locks:    make(map[string]*lockState),
 		closing:  make(chan struct{}),
 	}
+	_, cluster := rdb.(*redis.ClusterClient)
 	c.wd = watchdog.New(rdb, watchdog.Options{
 		Timeout:  o.watchdogTimeout,
 		Interval: o.renewInterval,
 		Logger:   o.logger,
+		Cluster:  cluster,
 	})
 	return c, nil
 }
