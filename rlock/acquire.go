@@ -19,6 +19,9 @@ func (c *Client) attempt(ctx context.Context, o *owner, name string, lo lockOpti
 	field := c.field(o)
 	lease := c.leaseOf(lo)
 	for try := 0; ; try++ {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, fmt.Errorf("%w: %s: %w", ErrNotAcquired, quote(name), err)
+		}
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()

@@ -116,7 +116,7 @@ func (c *Client) lock(ctx context.Context, name string, o *owner, lo lockOptions
 		// ends here, without any pub/sub work.
 		l, t, err := c.attempt(ctx, o, name, lo)
 		if err == nil || reentrant || !wait || !errors.Is(err, ErrNotAcquired) {
-			return l, err
+			return l, c.gaveUp(ctx, name, err)
 		}
 		ttl = t
 	}
@@ -176,7 +176,13 @@ func (c *Client) wait(ctx context.Context, name string, w *waiter, deadline time
 			s, err := c.hub.Subscribe(ctx, lua.ChannelName(name))
 			c.mu.Lock()
 			st.subscribing = false
+			if s != nil && len(st.waiters) == 0 {
+				// Everyone left, or the lock was handed to w, while subscribing.
+				s.Close()
+				s = nil
+			}
 			st.sub = s
+			c.dropState(st)
 			c.mu.Unlock()
 			if err != nil {
 				return nil, c.leave(st, w, fmt.Errorf("rlock: subscribe to %s: %w", quote(name), err))
@@ -194,7 +200,7 @@ func (c *Client) wait(ctx context.Context, name string, w *waiter, deadline time
 			}
 			c.mu.Unlock()
 			if !errors.Is(err, ErrNotAcquired) {
-				return nil, c.leave(st, w, err)
+				return nil, c.leave(st, w, c.gaveUp(ctx, name, err))
 			}
 			if ttl >= 0 {
 				ttl = max(ttl, time.Millisecond) // the key expires within the millisecond
@@ -238,6 +244,15 @@ func (c *Client) wait(ctx context.Context, name string, w *waiter, deadline time
 		}
 		sleep.Stop()
 	}
+}
+
+// gaveUp makes an error that ended a call because ctx was done match
+// ErrNotAcquired as well as ctx.Err(), as documented for Lock and TryLock.
+func (c *Client) gaveUp(ctx context.Context, name string, err error) error {
+	if err == nil || ctx.Err() == nil || errors.Is(err, ErrNotAcquired) {
+		return err
+	}
+	return fmt.Errorf("%w: %s: %w", ErrNotAcquired, quote(name), ctx.Err())
 }
 
 func (c *Client) setAttempt(w *waiter) {
