@@ -183,18 +183,19 @@ func Inspect(ctx context.Context, c redis.Scripter, key, field string) (Inspecti
 	return Inspection{Locked: true, TTL: ttl(v[0]), Count: v[1]}, nil
 }
 
-// Renew extends every lock keys[i] still held by fields[i] to lease, in one script
-// call (renew.lua), and reports per key whether it was extended. All keys must share
-// one hash slot.
-func Renew(ctx context.Context, c redis.Scripter, keys, fields []string, lease time.Duration) ([]bool, error) {
-	return RenewResult(renewScript.Run(ctx, c, keys, renewArgs(fields, lease)...))
-}
-
-// RenewCmd queues the renewal of Renew on a pipeline as EVALSHA, for callers that
-// send many batches in one round trip. Read it with RenewResult after Exec; a
-// NOSCRIPT error (see IsNoScript) means the batch must be sent again with Renew.
+// RenewCmd queues, as EVALSHA on a pipeline, the extension to lease of every lock
+// keys[i] still held by fields[i] (renew.lua): the watchdog sends many batches in
+// one round trip. All keys of one batch must share one hash slot. Read the reply
+// with RenewResult after Exec; a NOSCRIPT error (see IsNoScript) means the script
+// must be loaded (LoadRenew) and the batch sent again.
 func RenewCmd(ctx context.Context, p redis.Pipeliner, keys, fields []string, lease time.Duration) *redis.Cmd {
 	return renewScript.EvalSha(ctx, p, keys, renewArgs(fields, lease)...)
+}
+
+// LoadRenew loads the renewal script into the server's script cache, after a
+// pipeline of RenewCmd was answered NOSCRIPT.
+func LoadRenew(ctx context.Context, c redis.Scripter) error {
+	return renewScript.Load(ctx, c).Err()
 }
 
 // RenewResult reads the reply of a renewal: per key, whether it was extended.

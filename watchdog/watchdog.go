@@ -307,8 +307,8 @@ type batchResult struct {
 	err error
 }
 
-// send runs the batches in one pipelined round trip, and runs again with EVAL
-// fallback the batches the server answered NOSCRIPT to.
+// send runs the batches in one pipelined round trip. When the server lost its
+// script cache (NOSCRIPT), it loads the script and sends the pipeline once more.
 func (w *Watchdog) send(ctx context.Context, batches [][]*Hold) []batchResult {
 	keys := make([][]string, len(batches))
 	fields := make([][]string, len(batches))
@@ -318,23 +318,29 @@ func (w *Watchdog) send(ctx context.Context, batches [][]*Hold) []batchResult {
 			fields[i] = append(fields[i], h.Field)
 		}
 	}
-	pipe := w.rdb.Pipeline()
-	cmds := make([]*redis.Cmd, len(batches))
-	for i := range batches {
-		cmds[i] = lua.RenewCmd(ctx, pipe, keys[i], fields[i], w.opts.Timeout)
-	}
-	_, _ = pipe.Exec(ctx)
 	out := make([]batchResult, len(batches))
-	for i, cmd := range cmds {
-		ok, err := lua.RenewResult(cmd)
-		if lua.IsNoScript(err) {
-			ok, err = lua.Renew(ctx, w.rdb, keys[i], fields[i], w.opts.Timeout)
+	for try := 0; try < 2; try++ {
+		pipe := w.rdb.Pipeline()
+		cmds := make([]*redis.Cmd, len(batches))
+		for i := range batches {
+			cmds[i] = lua.RenewCmd(ctx, pipe, keys[i], fields[i], w.opts.Timeout)
 		}
-		if err != nil && w.opts.Logger != nil && ctx.Err() == nil {
+		_, _ = pipe.Exec(ctx)
+		noScript := false
+		for i, cmd := range cmds {
+			ok, err := lua.RenewResult(cmd)
+			out[i] = batchResult{ok: ok, err: err}
+			noScript = noScript || lua.IsNoScript(err)
+		}
+		if !noScript || try > 0 || lua.LoadRenew(ctx, w.rdb) != nil {
+			break
+		}
+	}
+	for i, r := range out {
+		if r.err != nil && w.opts.Logger != nil && ctx.Err() == nil {
 			w.opts.Logger.Warn("holdfast: lock renewal failed; retrying next round",
-				"locks", len(keys[i]), "error", err)
+				"locks", len(keys[i]), "error", r.err)
 		}
-		out[i] = batchResult{ok: ok, err: err}
 	}
 	return out
 }

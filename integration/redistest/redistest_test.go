@@ -526,8 +526,8 @@ func TestServerDiesWithTestBinary(t *testing.T) {
 	require.NoError(t, w.Signal(syscall.SIGKILL))
 	require.Error(t, w.Wait())
 	eventually(t, 10*time.Second, func() bool { return processGone(pid) }, "redis-server killed with its parent")
-	_, err = net.DialTimeout("tcp", fields[2], time.Second)
-	assert.Error(t, err)
+	// No dial check on fields[2]: another package's test may already have
+	// started a server on the freed port.
 }
 
 func TestRunPattern(t *testing.T) {
