@@ -169,6 +169,7 @@ func (c *Client) wait(ctx context.Context, name string, w *waiter, deadline time
 			w.attemptNow = false
 			w.state = attempting
 		}
+		bound := w.ttl
 		c.mu.Unlock()
 
 		switch {
@@ -198,14 +199,14 @@ func (c *Client) wait(ctx context.Context, name string, w *waiter, deadline time
 				c.mu.Unlock()
 				return l, nil
 			}
-			c.mu.Unlock()
-			if !errors.Is(err, ErrNotAcquired) {
-				return nil, c.leave(st, w, c.gaveUp(ctx, name, err))
-			}
 			if ttl >= 0 {
 				ttl = max(ttl, time.Millisecond) // the key expires within the millisecond
 			}
 			w.ttl = ttl
+			c.mu.Unlock()
+			if !errors.Is(err, ErrNotAcquired) {
+				return nil, c.leave(st, w, c.gaveUp(ctx, name, err))
+			}
 			continue
 		}
 
@@ -217,8 +218,8 @@ func (c *Client) wait(ctx context.Context, name string, w *waiter, deadline time
 				confirmed = sub.Confirmed()
 			}
 		}
-		if head && w.ttl >= 0 {
-			sleep.Reset(w.ttl)
+		if head && bound >= 0 {
+			sleep.Reset(bound)
 			sleepC = sleep.C
 		}
 		select {
