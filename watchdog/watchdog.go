@@ -97,9 +97,6 @@ func New(rdb redis.UniversalClient, opts Options) *Watchdog {
 	return w
 }
 
-// Timeout returns the lease a renewal gives.
-func (w *Watchdog) Timeout() time.Duration { return w.opts.Timeout }
-
 // Watch registers a hold of field on key whose lock expires at deadline (the send
 // time of the acquire plus its lease). With renew set, the watchdog renews it every
 // Interval; otherwise it only watches the deadline. onLost is called at most once,
@@ -147,13 +144,6 @@ func (h *Hold) Stop() {
 	w.mu.Lock()
 	w.remove(h)
 	w.mu.Unlock()
-}
-
-// Len returns the number of holds watched.
-func (w *Watchdog) Len() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.deadline)
 }
 
 // Close stops the watchdog and waits for its goroutine. Holds still registered are
