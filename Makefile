@@ -42,6 +42,7 @@ setup:
 bench:
 	cd bench && $(GO) run ./cmd/holdfast-bench $(BENCHARGS)
 
-## soak: long-running integration tests (build tag soak, HOLDFAST_SOAK=1).
+## soak: the long fault-injection run (build tag soak); length: SOAK_DURATION (default 2m).
+SOAK_DURATION ?= 2m
 soak:
-	cd integration && HOLDFAST_SOAK=1 $(GO) test -tags soak -race -count=1 -run Soak -timeout 60m $(TESTFLAGS) ./...
+	cd integration && HOLDFAST_SOAK_DURATION=$(SOAK_DURATION) $(GO) test -tags soak -race -count=1 -run Soak -v -timeout 60m $(TESTFLAGS) .
