@@ -101,6 +101,7 @@ func (c *Client) grant(o *owner, name string, count int64, lo lockOptions, sent 
 		st.held++
 	}
 	st.seen = 0
+	st.echoes = 0
 	h.count = count
 	l := &Lease{c: c, h: h, lease: lo.leaseTime, done: make(chan struct{})}
 	h.leases = append(h.leases, l)

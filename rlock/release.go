@@ -98,6 +98,9 @@ func (c *Client) unlock(ctx context.Context, l *Lease) error {
 				c.handOff(st, succ, sent)
 			} else {
 				st.streak = 0
+				if len(st.waiters) > 0 {
+					st.echoes++
+				}
 				c.yieldFrom(succ)
 			}
 			c.mu.Unlock()

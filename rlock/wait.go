@@ -16,12 +16,13 @@ import (
 const maxHandOffs = 3
 
 // yieldStep paces the race that follows a published release: a head that has
-// seen fewer releases since its client last held the lock waits a little longer
-// before attempting (yieldStep times (yieldRounds - seen)), so that the client that
-// has waited longest usually wins and the one that just released comes last.
+// seen fewer releases by other clients since its client last held the lock waits
+// a little longer before attempting, yieldStep times (yieldRounds - seen), so
+// that the client that has waited longest attempts at once and the one that just
+// released (which does not count its own release) comes last.
 const (
 	yieldStep   = 150 * time.Microsecond
-	yieldRounds = 4
+	yieldRounds = 3
 )
 
 // lockState is what the client knows of one lock it holds or waits for: how many
@@ -42,6 +43,7 @@ type lockState struct {
 	subscribing bool
 	streak      int // hand-offs since the lock was last published or taken by an attempt
 	seen        int // release messages the head received since an owner of this client acquired
+	echoes      int // releases this client published while it had waiters: their messages are not counted in seen
 }
 
 type waiterState int
@@ -227,7 +229,11 @@ func (c *Client) wait(ctx context.Context, name string, w *waiter, deadline time
 		case <-confirmed:
 		case <-ready:
 			c.mu.Lock()
-			st.seen++
+			if st.echoes > 0 {
+				st.echoes-- // our own release coming back
+			} else {
+				st.seen++
+			}
 			if d := yieldStep * time.Duration(yieldRounds-st.seen); d > 0 {
 				w.ttl = d // attempt when it runs out
 			} else {
