@@ -251,7 +251,9 @@ func renderMarkdown(r *results, plots []plotRef) string {
 		"(a go-redis client with default options; a rueidis client with `PipelineMultiplex: -1` as rueidislock forces). " +
 		"Every latency ratio divides by the PING p50 of the same run.\n")
 	p("- **Uncontended cycle**: one goroutine, `Lock` then `Unlock` on a lock nobody else uses, measured from the `Lock` call to the `Unlock` return; "+
-		"%d rounds × %d cycles per library (after an unmeasured warm-up), interleaved with the PING batches.\n", r.Rounds, r.Cycles)
+		"%d rounds × %d cycles per library (after an unmeasured warm-up), interleaved with the PINGs and the other libraries "+
+		"in runs of 20 ops (every item in turn, in a rotating order), so that machine drift hits all alike; round trips and server commands "+
+		"are counted in a separate batch of %d ops per item.\n", r.Rounds, r.Cycles, r.Cycles)
 	p("- **Contended run**: P processes × G goroutines loop on one lock name: `Lock` (with a %s deadline), critical section "+
 		"(`time.Sleep` of 0 or 1 ms; 0 means none), `Unlock`. Every contended case runs in worker processes (the binary re-executes itself), "+
 		"one `Instance` (client) per process shared by its goroutines. A run has a %s warm-up and a %s measured window; "+

@@ -18,6 +18,9 @@ const (
 	pingRueidis = "PING (rueidis)"
 )
 
+// uncontendedRun is how many ops of one item are timed in a row.
+const uncontendedRun = 20
+
 // uncontendedStats is one row of the PING / uncontended table.
 type uncontendedStats struct {
 	Name         string     `json:"name"`
@@ -44,7 +47,7 @@ type uncontendedItem struct {
 
 // runUncontended measures PING on a go-redis and a rueidis client and one
 // goroutine's Lock+Unlock cycles on an uncontended lock per library,
-// interleaved: every round runs every item once, in a rotating order.
+// interleaved op by op: every cycle runs every item once, in a rotating order.
 func runUncontended(ctx context.Context, srv *redisserver.Server, ls []libs.Library, rounds, cycles int) ([]*uncontendedStats, error) {
 	rdb, _ := libs.NewGoRedis(srv.Addr)
 	defer rdb.Close()
@@ -86,37 +89,52 @@ func runUncontended(ctx context.Context, srv *redisserver.Server, ls []libs.Libr
 			}
 		}
 	}
-	for r := range rounds {
-		for i := range items {
-			it := items[(i+r)%len(items)]
-			before, err := redisserver.ReadCommandStats(ctx, statsClient)
-			if err != nil {
-				return nil, err
-			}
-			var rt0 int64
-			if it.rt != nil {
-				rt0 = it.rt()
-			}
-			for range cycles {
-				t0 := monoclock.Now()
-				if err := it.op(ctx); err != nil {
-					return nil, fmt.Errorf("%s: %w", it.name, err)
+	// Timing: short runs of uncontendedRun ops, every item in turn (rotating the
+	// order), so that drift of the machine (frequency, neighbours) hits every
+	// item alike while each run stays warm (same connection, same code path).
+	turn := 0
+	for range rounds {
+		for c := 0; c < cycles; c += uncontendedRun {
+			for i := range items {
+				it := items[(i+turn)%len(items)]
+				for range min(uncontendedRun, cycles-c) {
+					t0 := monoclock.Now()
+					if err := it.op(ctx); err != nil {
+						return nil, fmt.Errorf("%s: %w", it.name, err)
+					}
+					it.lat = append(it.lat, monoclock.Now()-t0)
 				}
-				it.lat = append(it.lat, monoclock.Now()-t0)
 			}
-			if it.rt != nil {
-				it.rt0 += it.rt() - rt0
-			}
-			after, err := redisserver.ReadCommandStats(ctx, statsClient)
-			if err != nil {
-				return nil, err
-			}
-			c, s := after.Delta(before)
-			it.cmds += c
-			it.scripts += s
-			it.n += int64(cycles)
-			time.Sleep(time.Millisecond)
+			turn++
 		}
+		time.Sleep(time.Millisecond)
+	}
+	// Counting: per item, client round trips and server commands over a batch.
+	for _, it := range items {
+		before, err := redisserver.ReadCommandStats(ctx, statsClient)
+		if err != nil {
+			return nil, err
+		}
+		var rt0 int64
+		if it.rt != nil {
+			rt0 = it.rt()
+		}
+		for range cycles {
+			if err := it.op(ctx); err != nil {
+				return nil, fmt.Errorf("%s: %w", it.name, err)
+			}
+		}
+		if it.rt != nil {
+			it.rt0 += it.rt() - rt0
+		}
+		after, err := redisserver.ReadCommandStats(ctx, statsClient)
+		if err != nil {
+			return nil, err
+		}
+		c, sc := after.Delta(before)
+		it.cmds += c
+		it.scripts += sc
+		it.n += int64(cycles)
 	}
 	out := make([]*uncontendedStats, 0, len(items))
 	for _, it := range items {
