@@ -110,7 +110,7 @@ const (
 	Partial                         // holds given back; the owner still holds the lock
 	Released                        // the lock was deleted and the release published
 	HandedOff                       // the lock now belongs to the successor
-	Resync                          // Redis holds Count for the owner, not Expected; nothing changed
+	Resync                          // (partial release) Redis holds Count for the owner, not Expected; nothing changed
 )
 
 // ReleaseReply is what Release did.
@@ -120,9 +120,10 @@ type ReleaseReply struct {
 }
 
 // Release gives back Levels holds of an owner (release.lua): a partial release
-// re-applies Lease; the last one deletes the lock and publishes UnlockMessage on the
-// lock's channel, or hands the lock to Successor. A retried execution of the same
-// request answers as the first did.
+// re-applies Lease; a release of all the owner's holds (Levels == Expected)
+// deletes the owner's field, whatever count Redis had, and publishes UnlockMessage
+// on the lock's channel, or hands the lock to Successor. A retried execution of the
+// same request answers as the first did.
 func Release(ctx context.Context, c redis.Scripter, a ReleaseArgs) (ReleaseReply, error) {
 	keys := []string{a.Key, ChannelName(a.Key), LatchName(a.Key, a.RequestID)}
 	v, err := releaseScript.Run(ctx, c, keys,
