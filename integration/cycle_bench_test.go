@@ -3,8 +3,6 @@ package integration
 import (
 	"context"
 	"slices"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,19 +28,10 @@ func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // inner commands included (INFO commandstats).
 func serverCalls(t testing.TB, rdb *redis.Client) int64 {
 	t.Helper()
-	stats, err := rdb.InfoMap(context.Background(), "commandstats").Result()
-	require.NoError(t, err)
 	var n int64
-	for cmd, kv := range stats["Commandstats"] {
-		if cmd == "cmdstat_info" {
-			continue
-		}
-		for _, part := range strings.Split(kv, ",") {
-			if v, ok := strings.CutPrefix(part, "calls="); ok {
-				calls, err := strconv.ParseInt(v, 10, 64)
-				require.NoError(t, err)
-				n += calls
-			}
+	for cmd, calls := range wdCommandStats(t, rdb) {
+		if cmd != "info" {
+			n += calls
 		}
 	}
 	return n
