@@ -67,14 +67,14 @@ func (c *Client) unlock(ctx context.Context, l *Lease) error {
 		switch {
 		case err != nil && lua.IsWrongType(err):
 			err = fmt.Errorf("%w: %s: %w", ErrNotHeld, quote(h.name), ErrWrongType)
-			c.failSuccessor(succ)
+			c.endHandOff(succ, false)
 			c.endHold(h, fmt.Errorf("%w: %s: the key was replaced by another type", ErrLockLost, quote(h.name)))
 			c.mu.Unlock()
 			return err
 		case err != nil:
 			// Outcome unknown: keep the lease open so that Unlock can be retried with
 			// the same request id, and let the successor find out by itself.
-			c.failSuccessor(succ)
+			c.endHandOff(succ, false)
 			if lost := h.lostWhileReleasing; lost != nil {
 				c.endHold(h, lost)
 			}
@@ -101,12 +101,12 @@ func (c *Client) unlock(ctx context.Context, l *Lease) error {
 				if len(st.waiters) > 0 {
 					st.echoes++
 				}
-				c.yieldFrom(succ)
+				c.endHandOff(succ, true)
 			}
 			c.mu.Unlock()
 			return nil
 		case lua.Resync:
-			c.failSuccessor(succ)
+			c.endHandOff(succ, false)
 			lost := c.resync(h.owner, h.name, r.Count)
 			c.mu.Unlock()
 			if try > 0 {
@@ -116,7 +116,7 @@ func (c *Client) unlock(ctx context.Context, l *Lease) error {
 				return fmt.Errorf("%w: %w", ErrNotHeld, lost)
 			}
 		default: // lua.NotHeld: the hold expired or was deleted before this unlock
-			c.failSuccessor(succ)
+			c.endHandOff(succ, false)
 			lost := fmt.Errorf("%w: %s: the lock expired or was force-unlocked before Unlock", ErrLockLost, quote(h.name))
 			c.endHold(h, lost)
 			c.mu.Unlock()

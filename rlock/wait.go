@@ -349,29 +349,19 @@ func (c *Client) handOff(st *lockState, succ *waiter, sent time.Time) {
 	succ.wake()
 }
 
-// failSuccessor ends a hand-off that did not happen, or whose outcome is unknown:
-// the waiter attempts again (an attempt recognises a hand-off that did happen).
-// c.mu must be held.
-func (c *Client) failSuccessor(succ *waiter) {
+// endHandOff ends a hand-off to succ that did not happen. If the release was
+// published (the script declined because other clients wait too), succ races for
+// the lock with the other clients' waiters when the message reaches it, not
+// before; only a head that may have missed the message (subscription not yet
+// confirmed) attempts at once. Otherwise (nothing published, or the outcome is
+// unknown) succ attempts at once: an attempt recognises a hand-off that did
+// happen. c.mu must be held.
+func (c *Client) endHandOff(succ *waiter, published bool) {
 	if succ == nil || succ.state != granting {
 		return
 	}
 	succ.state = waiting
-	succ.attemptNow = true
-	succ.wake()
-}
-
-// yieldFrom ends a hand-off the release script declined because other clients
-// wait too: the release was published, and succ races for the lock with the other
-// clients' waiters when the message reaches it, not before. Only a head that may
-// have missed the message (its subscription was not yet confirmed) attempts at
-// once. c.mu must be held.
-func (c *Client) yieldFrom(succ *waiter) {
-	if succ == nil || succ.state != granting {
-		return
-	}
-	succ.state = waiting
-	if !succ.confirmed {
+	if !published || !succ.confirmed {
 		succ.attemptNow = true
 	}
 	succ.wake()
