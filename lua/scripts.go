@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -223,13 +222,13 @@ func renewArgs(fields []string, lease time.Duration) []any {
 
 // IsNoScript reports whether err says the server does not have the script cached.
 func IsNoScript(err error) bool {
-	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+	return errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT")
 }
 
 // IsWrongType reports whether err is Redis' WRONGTYPE error: the key holds a value
 // of another type than the script expects.
 func IsWrongType(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "WRONGTYPE")
+	return redis.HasErrorPrefix(err, "WRONGTYPE")
 }
 
 // millis renders d as whole milliseconds, at least 1, as the scripts expect.

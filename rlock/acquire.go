@@ -14,85 +14,85 @@ import (
 // the owner's hold count had to be resynchronised. It returns the new lease, or
 // an error matching ErrNotAcquired and the holder's remaining lease (-1: none).
 func (c *Client) attempt(ctx context.Context, o *owner, name string, lo lockOptions) (*Lease, time.Duration, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	field := c.field(o)
-	lease := c.leaseOf(lo)
+	o.begin(name)
+	defer o.end(name)
+	c.mu.Lock()
+	if c.ctx.Err() != nil {
+		c.mu.Unlock()
+		return nil, 0, ErrClosed
+	}
+	var expected int64
+	if h := c.holdOf(o, name); h != nil {
+		expected = h.count
+	}
+	c.mu.Unlock()
+	a := lua.AcquireArgs{Key: name, Field: c.field(o), Lease: c.leaseOf(lo)}
 	for try := 0; ; try++ {
 		if err := ctx.Err(); err != nil {
-			return nil, 0, fmt.Errorf("%w: %s: %w", ErrNotAcquired, quote(name), err)
+			return nil, 0, notAcquired(ctx, name)
 		}
-		c.mu.Lock()
-		if c.closed {
-			c.mu.Unlock()
-			return nil, 0, ErrClosed
-		}
-		var expected int64
-		if h := c.holds[holdKey{o.id, name}]; h != nil {
-			expected = h.count
-		}
-		c.mu.Unlock()
-
+		a.Expected = expected
 		sent := time.Now()
-		r, err := lua.Acquire(ctx, c.rdb, lua.AcquireArgs{Key: name, Field: field, Lease: lease, Expected: expected})
-		if err != nil {
-			if lua.IsWrongType(err) {
-				return nil, 0, fmt.Errorf("%w: %s", ErrWrongType, quote(name))
-			}
-			if !isReply(err) {
-				// The script may have run and only its reply was lost.
-				c.undoAcquire(name, field, expected, lease)
-			}
-			return nil, 0, fmt.Errorf("rlock: lock %s: %w", quote(name), err)
-		}
+		r, err := c.backend.acquire(ctx, a)
 		switch {
+		case err != nil:
+			return nil, 0, c.acquireFailed(a, err)
 		case r.Acquired:
-			c.mu.Lock()
-			if c.closed {
-				c.mu.Unlock()
-				c.undoAcquire(name, field, expected, lease)
-				return nil, 0, ErrClosed
-			}
-			l := c.grant(o, name, expected+1, lo, sent)
-			c.mu.Unlock()
-			return l, 0, nil
-		case r.Resync && try == 0:
-			c.mu.Lock()
-			lost := c.resync(o, name, r.Count)
-			c.mu.Unlock()
-			if lost != nil {
-				c.reportLost(name, lost)
-				return nil, 0, lost
-			}
-		case r.Resync:
-			return nil, 0, fmt.Errorf("rlock: lock %s: hold count changed under a concurrent call of the same owner", quote(name))
-		default:
+			l, err := c.acquired(o, a, lo, sent)
+			return l, 0, err
+		case !r.Resync:
 			return nil, r.TTL, fmt.Errorf("%w: %s is held by another owner", ErrNotAcquired, quote(name))
+		case try > 0:
+			return nil, 0, fmt.Errorf("%w: lock %s", ErrConflict, quote(name))
 		}
+		if err := c.adopt(o, name, r.Count); err != nil {
+			return nil, 0, err
+		}
+		expected = r.Count
 	}
 }
 
-// resync sets the owner's hold count to what Redis holds. When the owner's holds
-// are gone it ends them and returns the ErrLockLost error. c.mu must be held.
-func (c *Client) resync(o *owner, name string, count int64) error {
-	h := c.holds[holdKey{o.id, name}]
-	if count == 0 {
-		if h == nil {
-			return nil
-		}
-		err := fmt.Errorf("%w: %s: the owner's holds expired or were force-unlocked", ErrLockLost, quote(name))
-		c.endHold(h, err)
-		return err
+// acquired records an acquisition Redis confirmed, unless the client was closed
+// meanwhile: then it is undone.
+func (c *Client) acquired(o *owner, a lua.AcquireArgs, lo lockOptions, sent time.Time) (*Lease, error) {
+	c.mu.Lock()
+	if c.ctx.Err() != nil {
+		c.mu.Unlock()
+		c.undoAcquire(a.Key, a.Field, a.Expected, a.Lease)
+		return nil, ErrClosed
 	}
-	if h == nil {
-		// Holds left by calls whose reply never arrived: adopt them, so that the
-		// owner's last Unlock gives them back too.
-		h = &hold{key: holdKey{o.id, name}, name: name, field: c.field(o), owner: o}
-		c.holds[h.key] = h
-		c.state(name).held++
+	l := c.grant(o, a.Key, a.Expected+1, lo, sent)
+	c.mu.Unlock()
+	return l, nil
+}
+
+// acquireFailed turns a failed acquire into the caller's error. When the call
+// may have run and only its reply was lost, the acquisition is undone.
+func (c *Client) acquireFailed(a lua.AcquireArgs, err error) error {
+	if lua.IsWrongType(err) {
+		return fmt.Errorf("%w: %s", ErrWrongType, quote(a.Key))
 	}
-	h.count = count
-	return nil
+	if !isReply(err) {
+		c.undoAcquire(a.Key, a.Field, a.Expected, a.Lease)
+	}
+	return fmt.Errorf("rlock: lock %s: %w", quote(a.Key), err)
+}
+
+// adopt takes Redis' count of o's holds on name, which disagreed with the
+// client's: holds left by calls whose reply never arrived are counted (the
+// owner's last Unlock gives them back), holds gone from Redis are lost.
+func (c *Client) adopt(o *owner, name string, count int64) error {
+	c.mu.Lock()
+	h := c.holdOf(o, name)
+	var lost error
+	if h != nil {
+		lost = c.resync(h, count)
+	}
+	c.mu.Unlock()
+	if lost != nil {
+		c.reportLost(name, lost)
+	}
+	return lost
 }
 
 // undoAcquire takes back an acquisition whose outcome is unknown or unwanted: it
@@ -102,7 +102,7 @@ func (c *Client) resync(o *owner, name string, count int64) error {
 func (c *Client) undoAcquire(name, field string, expected int64, lease time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.latchTTL)
 	defer cancel()
-	_, _ = lua.Release(ctx, c.rdb, lua.ReleaseArgs{
+	_, _ = c.backend.release(ctx, lua.ReleaseArgs{
 		Key: name, Field: field, RequestID: newRequestID(), Lease: lease,
 		Expected: expected + 1, Levels: 1, LatchTTL: c.latchTTL, Publish: c.publish,
 	})

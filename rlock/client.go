@@ -1,7 +1,9 @@
 package rlock
 
 import (
+	"context"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -23,21 +25,30 @@ type Client struct {
 	opts     clientOptions
 	hub      *pubsub.Hub
 	wd       *watchdog.Watchdog
+	backend  backend
 	publish  string        // PUBLISH or SPUBLISH, passed to the scripts
 	latchTTL time.Duration // life of an unlock latch: go-redis' retry window
 
-	mu      sync.Mutex
-	holds   map[holdKey]*hold     // the holds of this client's owners
-	locks   map[string]*lockState // locks this client holds or waits for
-	closed  bool
-	closing chan struct{} // closed by Close
+	ctx    context.Context // cancelled, with cause ErrClosed, by Close
+	cancel context.CancelCauseFunc
+
+	mu    sync.Mutex
+	locks map[string]*lockEntry // the locks this client holds or waits for (table.go)
+}
+
+// backend is the lock path's traffic with Redis: the acquire and release scripts
+// and the release channel's subscription. Unit tests substitute fakes.
+type backend struct {
+	acquire   func(context.Context, lua.AcquireArgs) (lua.AcquireReply, error)
+	release   func(context.Context, lua.ReleaseArgs) (lua.ReleaseReply, error)
+	subscribe func(ctx context.Context, channel string) (subscription, error)
 }
 
 // New returns a Client that locks through rdb, which may be any
 // redis.UniversalClient (a *redis.Client today; Cluster and Sentinel are planned).
 // New does no I/O. Close the Client when done; closing rdb is the caller's job.
 func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
-	if rdb == nil {
+	if isNil(rdb) {
 		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidArgument)
 	}
 	var o clientOptions
@@ -47,6 +58,7 @@ func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithCancelCause(context.Background())
 	c := &Client{
 		rdb:      rdb,
 		id:       uuid.NewString(),
@@ -54,9 +66,24 @@ func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 		hub:      pubsub.New(rdb, pubsub.Options{}),
 		publish:  lua.Publish,
 		latchTTL: retryWindow(rdb),
-		holds:    make(map[holdKey]*hold),
-		locks:    make(map[string]*lockState),
-		closing:  make(chan struct{}),
+		ctx:      ctx,
+		cancel:   cancel,
+		locks:    make(map[string]*lockEntry),
+	}
+	c.backend = backend{
+		acquire: func(ctx context.Context, a lua.AcquireArgs) (lua.AcquireReply, error) {
+			return lua.Acquire(ctx, rdb, a)
+		},
+		release: func(ctx context.Context, a lua.ReleaseArgs) (lua.ReleaseReply, error) {
+			return lua.Release(ctx, rdb, a)
+		},
+		subscribe: func(ctx context.Context, channel string) (subscription, error) {
+			s, err := c.hub.Subscribe(ctx, channel)
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
+		},
 	}
 	_, cluster := rdb.(*redis.ClusterClient)
 	c.wd = watchdog.New(rdb, watchdog.Options{
@@ -66,6 +93,15 @@ func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 		Cluster:  cluster,
 	})
 	return c, nil
+}
+
+// isNil reports whether rdb is nil, or a nil pointer in the interface.
+func isNil(rdb redis.UniversalClient) bool {
+	if rdb == nil {
+		return true
+	}
+	v := reflect.ValueOf(rdb)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // ID returns the client's id: the UUID in the owner fields it writes, as
@@ -87,24 +123,21 @@ func (c *Client) NewMutex(name string) *Mutex {
 // before Close to free them at once. Close is idempotent.
 func (c *Client) Close() error {
 	c.mu.Lock()
-	if c.closed {
+	if c.ctx.Err() != nil {
 		c.mu.Unlock()
 		return nil
 	}
-	c.closed = true
-	close(c.closing)
-	var open []*hold
-	for _, h := range c.holds {
-		open = append(open, h)
-	}
+	c.cancel(ErrClosed)
 	c.mu.Unlock()
 
 	c.wd.Close()
 	err := c.hub.Close()
 
 	c.mu.Lock()
-	for _, h := range open {
-		c.endHold(h, ErrClosed)
+	for _, e := range c.locks {
+		for _, h := range e.holds {
+			c.endHold(h, ErrClosed)
+		}
 	}
 	c.mu.Unlock()
 	return err

@@ -1,6 +1,11 @@
 package rlock
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+)
 
 // Errors returned by this package. Test for them with errors.Is: returned errors
 // wrap them with the lock's name and the cause.
@@ -26,6 +31,12 @@ var (
 	// hash. The key is left untouched.
 	ErrWrongType = errors.New("rlock: key holds a value that is not a lock")
 
+	// ErrConflict: the owner's hold count in Redis changed during the call, twice
+	// in a row, by something other than this call: the same owner used by two
+	// clients with the same id, or a script of another program writing the owner's
+	// field. Nothing was changed; the call may be retried.
+	ErrConflict = errors.New("rlock: the owner's hold count changed under the call")
+
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("rlock: client closed")
 
@@ -33,3 +44,26 @@ var (
 	// Returned before any round trip.
 	ErrInvalidArgument = errors.New("rlock: invalid argument")
 )
+
+// notAcquired is the error of a wait that ended because ctx was done: it matches
+// both ErrNotAcquired and ctx.Err(), as documented for Lock and TryLock.
+func notAcquired(ctx context.Context, name string) error {
+	return fmt.Errorf("%w: %s: %w", ErrNotAcquired, quote(name), ctx.Err())
+}
+
+// gaveUp makes an error of a call during which ctx was done match ErrNotAcquired
+// as well as ctx.Err(), as documented for Lock and TryLock.
+func gaveUp(ctx context.Context, name string, err error) error {
+	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {
+		return err
+	}
+	return notAcquired(ctx, name)
+}
+
+// quote renders a lock name for error messages, cut to 64 bytes.
+func quote(name string) string {
+	if len(name) > 64 {
+		return strconv.Quote(name[:64]) + "..."
+	}
+	return strconv.Quote(name)
+}

@@ -98,7 +98,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		return fmt.Errorf("%w: %s: ctx has no owner (see WithOwner); unlock through the Lease", ErrNotHeld, quote(m.name))
 	}
 	m.c.mu.Lock()
-	h := m.c.holds[holdKey{o.id, m.name}]
+	h := m.c.holdOf(o, m.name)
 	var l *Lease
 	if h != nil && len(h.leases) > 0 {
 		l = h.leases[len(h.leases)-1]
@@ -124,8 +124,8 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	lost := fmt.Errorf("%w: %s: force-unlocked", ErrLockLost, quote(m.name))
 	m.c.mu.Lock()
-	for _, h := range m.c.holds {
-		if h.name == m.name {
+	if e := m.c.locks[m.name]; e != nil {
+		for _, h := range e.holds {
 			m.c.endHold(h, lost)
 		}
 	}
@@ -182,9 +182,7 @@ func (m *Mutex) check() error {
 	if m.name == "" {
 		return fmt.Errorf("%w: empty lock name", ErrInvalidArgument)
 	}
-	m.c.mu.Lock()
-	defer m.c.mu.Unlock()
-	if m.c.closed {
+	if m.c.ctx.Err() != nil {
 		return ErrClosed
 	}
 	return nil

@@ -3,6 +3,7 @@ package rlock
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 )
@@ -12,9 +13,13 @@ import (
 // "<client uuid>:<owner id>".
 type owner struct {
 	id string
-	// mu serializes the owner's script calls, so that the hold counts it sends as
-	// expected values are never stale because of its own concurrent calls.
-	mu sync.Mutex
+
+	// The owner's script calls on one lock are serialized, so that the hold count
+	// a call sends as its expected value is never stale because of the owner's own
+	// concurrent calls on that lock. Calls on different locks run in parallel.
+	mu   sync.Mutex
+	idle sync.Cond // L = &mu; broadcast when a call ends
+	busy []string  // the locks with a call of this owner in flight
 }
 
 type ownerKey struct{}
@@ -26,8 +31,9 @@ type ownerKey struct{}
 // Redisson; the owner is identified in Redis as "<client id>:<owner id>", where the
 // owner id is a random positive 63-bit decimal number.
 //
-// Use an owner from one goroutine at a time for a given lock, as a Java thread
-// would: its calls on one lock are serialized.
+// An owner may be used from several goroutines: its calls on one lock are then
+// serialized (each waits for the round trip of the one before), its calls on
+// different locks are not.
 //
 // A ctx without an owner gets a fresh owner for each acquisition: the lock then
 // behaves like a plain non-reentrant mutex (a second Lock waits, like
@@ -37,11 +43,34 @@ func WithOwner(ctx context.Context) context.Context {
 }
 
 func newOwner() *owner {
-	return &owner{id: strconv.FormatInt(rand.Int64(), 10)}
+	o := &owner{id: strconv.FormatInt(rand.Int64(), 10)}
+	o.idle.L = &o.mu
+	return o
 }
 
 // ownerFrom returns ctx's owner, or nil.
 func ownerFrom(ctx context.Context) *owner {
 	o, _ := ctx.Value(ownerKey{}).(*owner)
 	return o
+}
+
+// begin waits until no other call of the owner on the lock name is in flight,
+// and marks this one. end must follow.
+func (o *owner) begin(name string) {
+	o.mu.Lock()
+	for slices.Contains(o.busy, name) {
+		o.idle.Wait()
+	}
+	o.busy = append(o.busy, name)
+	o.mu.Unlock()
+}
+
+// end marks the owner's call on the lock name finished.
+func (o *owner) end(name string) {
+	o.mu.Lock()
+	if i := slices.Index(o.busy, name); i >= 0 {
+		o.busy = slices.Delete(o.busy, i, i+1)
+	}
+	o.idle.Broadcast()
+	o.mu.Unlock()
 }

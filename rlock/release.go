@@ -4,125 +4,162 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
 )
 
-// unlock gives back one lease: one round trip (two when the owner's count had to
-// be resynchronised). The owner's last lease gives back every hold the owner
-// still has on the lock.
-func (c *Client) unlock(ctx context.Context, l *Lease) error {
-	h := l.h
-	h.owner.mu.Lock()
-	defer h.owner.mu.Unlock()
+// release gives back one lease: one round trip (two when the owner's count had
+// to be resynchronised). The owner's last lease gives back every hold the owner
+// still has on the lock, and may hand the lock to the head of the queue. It
+// returns the lease of a hand-off to a waiter that had left, for the caller to
+// give back (giveBack).
+func (c *Client) release(ctx context.Context, l *Lease) (*Lease, error) {
+	name := l.h.e.name
+	l.h.owner.begin(name)
+	defer l.h.owner.end(name)
 	for try := 0; ; try++ {
-		c.mu.Lock()
-		if l.err != nil {
-			err := l.err
-			c.mu.Unlock()
-			return fmt.Errorf("%w: %s: %w", ErrNotHeld, quote(h.name), err)
+		a, succ, err := c.prepareRelease(l)
+		if err != nil {
+			return nil, err
 		}
-		if c.closed {
-			c.mu.Unlock()
-			return ErrClosed
-		}
-		args := lua.ReleaseArgs{
-			Key: h.name, Field: h.field, Expected: h.count, Levels: 1,
-			LatchTTL: c.latchTTL, Publish: c.publish,
-		}
-		if len(h.leases) == 1 {
-			args.Levels = h.count
-		}
-		final := args.Levels >= h.count
-		var succ *waiter
-		st := c.locks[h.name]
-		if final {
-			h.releasing = true
-			st.releasing++
-			if succ = c.successor(st); succ != nil {
-				args.Successor = c.field(succ.o)
-				args.SuccessorLease = c.leaseOf(succ.lo)
-				args.OnlyIfAlone = st.streak >= maxHandOffs
-			}
-		} else {
-			args.Lease = c.remainingLease(h, l)
-		}
-		if l.releaseID == "" {
-			l.releaseID = newRequestID()
-		}
-		args.RequestID = l.releaseID
-		c.mu.Unlock()
-
 		sent := time.Now()
-		r, err := lua.Release(ctx, c.rdb, args)
-
+		r, err := c.backend.release(ctx, a)
+		if err != nil {
+			return nil, c.releaseFailed(l, succ, err)
+		}
 		c.mu.Lock()
-		if final {
-			h.releasing = false
-			st.releasing--
+		back, again, err := c.released(l, a, succ, r, sent)
+		c.mu.Unlock()
+		if errors.Is(err, ErrLockLost) {
+			c.reportLost(name, err)
 		}
 		switch {
-		case err != nil && lua.IsWrongType(err):
-			err = fmt.Errorf("%w: %s: %w", ErrNotHeld, quote(h.name), ErrWrongType)
-			c.endHandOff(succ, false)
-			c.endHold(h, fmt.Errorf("%w: %s: the key was replaced by another type", ErrLockLost, quote(h.name)))
-			c.mu.Unlock()
-			return err
-		case err != nil:
-			// Outcome unknown: keep the lease open so that Unlock can be retried with
-			// the same request id, and let the successor find out by itself.
-			c.endHandOff(succ, false)
-			if lost := h.lostWhileReleasing; lost != nil {
-				c.endHold(h, lost)
-			}
-			h.lostWhileReleasing = nil
-			c.mu.Unlock()
-			return fmt.Errorf("rlock: unlock %s: %w", quote(h.name), err)
+		case again && try > 0:
+			return nil, fmt.Errorf("%w: unlock %s", ErrConflict, quote(name))
+		case !again:
+			return back, err
 		}
-		h.lostWhileReleasing = nil
-		switch r.Outcome {
-		case lua.Partial:
-			h.count -= args.Levels
-			c.removeLease(h, l)
-			endLease(l, ErrUnlocked)
-			h.wd.Update(sent.Add(args.Lease), h.renewed())
-			c.mu.Unlock()
-			return nil
-		case lua.Released, lua.HandedOff:
-			endLease(l, ErrUnlocked)
-			c.endHold(h, ErrUnlocked)
-			if r.Outcome == lua.HandedOff {
-				c.handOff(st, succ, sent)
-			} else {
-				st.streak = 0
-				if len(st.waiters) > 0 {
-					st.echoes++
-				}
-				c.endHandOff(succ, true)
-			}
-			c.mu.Unlock()
-			return nil
-		case lua.Resync:
-			c.endHandOff(succ, false)
-			lost := c.resync(h.owner, h.name, r.Count)
-			c.mu.Unlock()
-			if try > 0 {
-				return fmt.Errorf("rlock: unlock %s: hold count changed under a concurrent call of the same owner", quote(h.name))
-			}
-			if lost != nil {
-				return fmt.Errorf("%w: %w", ErrNotHeld, lost)
-			}
-		default: // lua.NotHeld: the hold expired or was deleted before this unlock
-			c.endHandOff(succ, false)
-			lost := fmt.Errorf("%w: %s: the lock expired or was force-unlocked before Unlock", ErrLockLost, quote(h.name))
-			c.endHold(h, lost)
-			c.mu.Unlock()
-			c.reportLost(h.name, lost)
-			return fmt.Errorf("%w: %w", ErrNotHeld, lost)
+	}
+}
+
+// prepareRelease builds the release of l. The owner's last lease releases every
+// hold it has; unless an earlier Unlock of l failed (its outcome, a hand-off
+// included, is then unknown), it may hand the lock to the head of the queue.
+func (c *Client) prepareRelease(l *Lease) (lua.ReleaseArgs, *waiter, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := l.h
+	switch {
+	case l.err != nil:
+		return lua.ReleaseArgs{}, nil, fmt.Errorf("%w: %s: %w", ErrNotHeld, quote(h.e.name), l.err)
+	case c.ctx.Err() != nil:
+		return lua.ReleaseArgs{}, nil, ErrClosed
+	}
+	a := lua.ReleaseArgs{
+		Key: h.e.name, Field: h.field, Expected: h.count, Levels: 1,
+		LatchTTL: c.latchTTL, Publish: c.publish,
+	}
+	if len(h.leases) == 1 {
+		a.Levels = h.count
+	}
+	retried := l.releaseID != ""
+	if !retried {
+		l.releaseID = newRequestID()
+	}
+	a.RequestID = l.releaseID
+	if a.Levels < h.count {
+		a.Lease = c.remainingLease(h, l)
+		return a, nil, nil
+	}
+	h.releasing = true
+	if retried {
+		return a, nil, nil
+	}
+	succ := h.e.successor()
+	if succ != nil {
+		a.Successor = c.field(succ.o)
+		a.SuccessorLease = c.leaseOf(succ.lo)
+		a.OnlyIfAlone = h.e.pace.onlyIfAlone()
+	}
+	return a, succ, nil
+}
+
+// releaseFailed handles a release without an answer (Redis unreachable: the
+// outcome is unknown, the lease stays open for Unlock to be retried) or whose key
+// turned out to hold another type (the hold is lost).
+func (c *Client) releaseFailed(l *Lease, succ *waiter, err error) error {
+	h := l.h
+	name := h.e.name
+	c.mu.Lock()
+	h.releasing = false
+	lost := h.lostWhileReleasing
+	h.lostWhileReleasing = nil
+	var undo *waiter
+	if lua.IsWrongType(err) {
+		c.notHandedOff(h.e, succ, time.Now(), false)
+		lost = fmt.Errorf("%w: %s: the key was replaced by another type", ErrLockLost, quote(name))
+		err = fmt.Errorf("%w: %s: %w", ErrNotHeld, quote(name), ErrWrongType)
+	} else {
+		undo = c.notHandedOff(h.e, succ, time.Now(), true)
+		err = fmt.Errorf("rlock: unlock %s: %w", quote(name), err)
+	}
+	if lost != nil {
+		c.endHold(h, lost)
+	}
+	c.mu.Unlock()
+	if lost != nil {
+		c.reportLost(name, lost)
+	}
+	if undo != nil {
+		// The lock may have been handed to a waiter that has left since.
+		c.undoAcquire(name, c.field(undo.o), 0, c.leaseOf(undo.lo))
+	}
+	return err
+}
+
+// released applies what Redis answered to a release. again asks for the release
+// to be sent once more, after the owner's count was resynchronised. c.mu must be
+// held.
+func (c *Client) released(l *Lease, a lua.ReleaseArgs, succ *waiter, r lua.ReleaseReply, sent time.Time) (back *Lease, again bool, err error) {
+	h := l.h
+	e := h.e
+	h.releasing = false
+	h.lostWhileReleasing = nil
+	switch r.Outcome {
+	case lua.Partial:
+		h.count -= a.Levels
+		h.leases = slices.DeleteFunc(h.leases, func(x *Lease) bool { return x == l })
+		l.end(ErrUnlocked)
+		h.wd.Update(sent.Add(a.Lease), h.renewed())
+		return nil, false, nil
+	case lua.Released:
+		c.endHold(h, ErrUnlocked)
+		c.notHandedOff(e, succ, time.Now().Add(e.pace.published(len(e.queue) > 0)), false)
+		return nil, false, nil
+	case lua.HandedOff:
+		c.endHold(h, ErrUnlocked)
+		if succ == nil {
+			// A retried Unlock: an earlier try handed the lock to the head of
+			// then. The head attempts at once, which recognises such a hand-off.
+			c.notHandedOff(e, nil, time.Now(), false)
+			return nil, false, nil
 		}
+		return c.handedOff(e, succ, sent), false, nil
+	case lua.Resync:
+		if lost := c.resync(h, r.Count); lost != nil {
+			return nil, false, fmt.Errorf("%w: %w", ErrNotHeld, lost)
+		}
+		return nil, true, nil
+	default: // lua.NotHeld: the hold expired or was deleted before this unlock
+		c.notHandedOff(e, succ, time.Now(), false)
+		lost := fmt.Errorf("%w: %s: the lock expired or was force-unlocked before Unlock", ErrLockLost, quote(e.name))
+		c.endHold(h, lost)
+		return nil, false, fmt.Errorf("%w: %w", ErrNotHeld, lost)
 	}
 }
 
@@ -145,15 +182,6 @@ func (c *Client) remainingLease(h *hold, releasing *Lease) time.Duration {
 		return c.opts.watchdogTimeout
 	}
 	return last
-}
-
-func (c *Client) removeLease(h *hold, l *Lease) {
-	for i, x := range h.leases {
-		if x == l {
-			h.leases = append(h.leases[:i], h.leases[i+1:]...)
-			return
-		}
-	}
 }
 
 // newRequestID returns 16 random bytes as 32 hex digits, Redisson's request id.

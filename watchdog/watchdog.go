@@ -137,6 +137,14 @@ func (h *Hold) Update(deadline time.Time, renew bool) {
 	w.wakeBy(deadline)
 }
 
+// Deadline returns when the hold's lease runs out as last confirmed: the send
+// time of the acquire or of the last renewal Redis answered, plus the lease.
+func (h *Hold) Deadline() time.Time {
+	h.w.mu.Lock()
+	defer h.w.mu.Unlock()
+	return h.due
+}
+
 // Stop ends the hold's registration. After Stop returns, no later round renews the
 // hold and OnLost is not called. Stop is idempotent.
 func (h *Hold) Stop() {
@@ -328,7 +336,7 @@ func (w *Watchdog) send(ctx context.Context, batches [][]*Hold) []batchResult {
 	}
 	for i, r := range out {
 		if r.err != nil && w.opts.Logger != nil && ctx.Err() == nil {
-			w.opts.Logger.Warn("holdfast: lock renewal failed; retrying next round",
+			w.opts.Logger.Warn("watchdog: lock renewal failed; retrying next round",
 				"locks", len(keys[i]), "error", r.err)
 		}
 	}

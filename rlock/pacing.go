@@ -1,0 +1,67 @@
+package rlock
+
+import "time"
+
+// maxHandOffs is how many times in a row a release may hand the lock straight to
+// a waiter of the same client while other clients wait for it too. After that the
+// release is published, so that waiters of other processes get their turn.
+const maxHandOffs = 3
+
+// yieldStep paces the race that follows a published release: a head that has
+// heard fewer releases by other clients since its client last held the lock waits
+// a little longer before attempting, yieldStep times (yieldRounds - heard), so
+// that the client that has waited longest attempts at once and the one that just
+// released (which does not count its own release) comes last.
+const (
+	yieldStep   = 150 * time.Microsecond
+	yieldRounds = 3
+)
+
+// pacing orders this client's turns on one lock with other processes: it counts
+// the hand-offs in a row inside the client and the releases heard since the
+// client last held the lock, and turns them into a delay before the head's next
+// attempt. It only orders holdfast clients that wait; the lock stays non-fair,
+// as Redisson's RLock.
+type pacing struct {
+	streak int // hand-offs since the lock was last published or taken by an attempt
+	seen   int // release messages heard since an owner of this client acquired
+	echoes int // releases this client published while it had waiters: their messages are not counted in seen
+}
+
+// acquired records that an owner of this client took the lock.
+func (p *pacing) acquired() {
+	p.seen = 0
+	p.echoes = 0
+}
+
+// attemptWon records that the lock was taken by an attempt, not a hand-off.
+func (p *pacing) attemptWon() { p.streak = 0 }
+
+// handedOff records a hand-off inside the client.
+func (p *pacing) handedOff() { p.streak++ }
+
+// onlyIfAlone reports whether the next release may hand the lock over only when
+// no other client waits for it.
+func (p *pacing) onlyIfAlone() bool { return p.streak >= maxHandOffs }
+
+// published records a release this client published, and returns how long its
+// own head waits before attempting: longest of all, so that other clients' heads
+// go first.
+func (p *pacing) published(waiting bool) time.Duration {
+	p.streak = 0
+	if waiting {
+		p.echoes++
+	}
+	return yieldStep * yieldRounds
+}
+
+// heard records a release message and returns how long the head waits before
+// attempting. The client's own published releases are not counted.
+func (p *pacing) heard() time.Duration {
+	if p.echoes > 0 {
+		p.echoes--
+	} else {
+		p.seen++
+	}
+	return yieldStep * time.Duration(max(yieldRounds-p.seen, 0))
+}

@@ -1,0 +1,215 @@
+package rlock
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/holdfast-go/holdfast/watchdog"
+)
+
+// lockEntry is everything this client knows of one lock that it holds or waits
+// for: the holds of its owners, its queue of waiters, and the pacing of its turns
+// with other processes. The Client keeps one per name while the lock is held or
+// waited for (Client.locks); every field is guarded by Client.mu.
+type lockEntry struct {
+	name  string
+	holds map[*owner]*hold // this client's owners holding the lock
+	pace  pacing
+
+	// The queue (queue.go): waiters in arrival order, queue[0] the head. Only the
+	// head talks to Redis, through the queue's subscription to the release channel.
+	queue []*waiter
+	sub   subscription
+
+	// When the head attempts next. Always set while there is a head: the end of
+	// the holder's lease as last read from Redis (an attempt's PTTL, a local
+	// hold's deadline), or sooner when something suggests the lock is free.
+	// Unset (zero) only while the head's attempt is in flight, whose answer sets
+	// it unless news that came meanwhile set it sooner.
+	attemptAt time.Time
+	// attempting: the head's acquire is in flight. Set and cleared by the head.
+	attempting bool
+	// handing: a release is handing the lock to this waiter, the head. Set and
+	// cleared by the releaser. Neither an attempt nor a second hand-off starts
+	// while one of the two is in flight.
+	handing *waiter
+	// unsure: a release that may have handed the lock to this waiter failed with
+	// an unknown outcome. The waiter's next attempt settles it; if the waiter
+	// leaves first, it gives back what it may hold.
+	unsure *waiter
+}
+
+// hold is what this client knows of one owner's holds on one lock.
+type hold struct {
+	e      *lockEntry
+	owner  *owner
+	field  string
+	count  int64    // the owner's hold count in Redis
+	leases []*Lease // open leases, oldest first
+	wd     *watchdog.Hold
+
+	// releasing is set while the owner's last hold is being released; a loss
+	// reported meanwhile is kept in lostWhileReleasing and applied if the
+	// release fails.
+	releasing          bool
+	lostWhileReleasing error
+}
+
+// entry returns the lockEntry of name, creating it. c.mu must be held.
+func (c *Client) entry(name string) *lockEntry {
+	e := c.locks[name]
+	if e == nil {
+		e = &lockEntry{name: name, holds: make(map[*owner]*hold)}
+		c.locks[name] = e
+	}
+	return e
+}
+
+// forget drops e once nothing of it is left. c.mu must be held.
+func (c *Client) forget(e *lockEntry) {
+	if len(e.holds) == 0 && len(e.queue) == 0 && e.handing == nil && c.locks[e.name] == e {
+		delete(c.locks, e.name)
+	}
+}
+
+// holdOf returns o's hold of name, or nil. c.mu must be held.
+func (c *Client) holdOf(o *owner, name string) *hold {
+	if e := c.locks[name]; e != nil {
+		return e.holds[o]
+	}
+	return nil
+}
+
+// attemptBy makes the head attempt at t at the latest, and wakes it to look.
+func (e *lockEntry) attemptBy(t time.Time) {
+	if len(e.queue) == 0 {
+		return
+	}
+	e.soonest(t)
+	e.queue[0].poke()
+}
+
+// soonest brings attemptAt forward to t (zero attemptAt: unset, during an attempt).
+func (e *lockEntry) soonest(t time.Time) {
+	if e.attemptAt.IsZero() || t.Before(e.attemptAt) {
+		e.attemptAt = t
+	}
+}
+
+// holdersDeadline returns when the earliest local hold's lease runs out, as last
+// confirmed by Redis, and whether the lock has local holds.
+func (e *lockEntry) holdersDeadline() (time.Time, bool) {
+	var first time.Time
+	for _, h := range e.holds {
+		if d := h.wd.Deadline(); first.IsZero() || d.Before(first) {
+			first = d
+		}
+	}
+	return first, !first.IsZero()
+}
+
+// renewed reports whether some open lease of the hold is a watchdog lease.
+func (h *hold) renewed() bool {
+	for _, l := range h.leases {
+		if l.lease == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// leaseOf returns the lease a hold's acquisition gives the lock in Redis.
+func (c *Client) leaseOf(lo lockOptions) time.Duration {
+	if lo.leaseTime > 0 {
+		return lo.leaseTime
+	}
+	return c.opts.watchdogTimeout
+}
+
+// grant records that o now holds name count times, the last acquisition with
+// options lo sent at sent, and returns the new Lease. The watchdog registration is
+// made here, before the caller can see the lease. c.mu must be held.
+func (c *Client) grant(o *owner, name string, count int64, lo lockOptions, sent time.Time) *Lease {
+	e := c.entry(name)
+	h := e.holds[o]
+	if h == nil {
+		h = &hold{e: e, owner: o, field: c.field(o)}
+		e.holds[o] = h
+	}
+	e.pace.acquired()
+	h.count = count
+	l := &Lease{c: c, h: h, lease: lo.leaseTime, done: make(chan struct{})}
+	h.leases = append(h.leases, l)
+	deadline := sent.Add(c.leaseOf(lo))
+	if h.wd == nil {
+		h.wd = c.wd.Watch(name, h.field, deadline, h.renewed(), c.onLost(h))
+	} else {
+		h.wd.Update(deadline, h.renewed())
+	}
+	return l
+}
+
+// endHold forgets a hold: its leases end with err, its renewal stops. A hold that
+// ends without an unlock (err is not ErrUnlocked: lost, force-unlocked, expired)
+// wakes the head to attempt at once: nothing else will tell it the lock may be
+// free. c.mu must be held.
+func (c *Client) endHold(h *hold, err error) {
+	e := h.e
+	if e.holds[h.owner] != h {
+		return
+	}
+	for _, l := range h.leases {
+		l.end(err)
+	}
+	h.leases = nil
+	h.count = 0
+	h.wd.Stop()
+	delete(e.holds, h.owner)
+	if !errors.Is(err, ErrUnlocked) {
+		e.attemptBy(time.Now())
+	}
+	c.forget(e)
+}
+
+// resync sets a hold's count to what Redis holds. When the owner's holds are
+// gone it ends them and returns the ErrLockLost error. c.mu must be held.
+func (c *Client) resync(h *hold, count int64) error {
+	if count == 0 {
+		err := fmt.Errorf("%w: %s: the owner's holds expired or were force-unlocked", ErrLockLost, quote(h.e.name))
+		c.endHold(h, err)
+		return err
+	}
+	h.count = count
+	return nil
+}
+
+// onLost returns the watchdog's callback for a hold.
+func (c *Client) onLost(h *hold) func(error) {
+	return func(reason error) {
+		err := fmt.Errorf("%w: %s: %w", ErrLockLost, quote(h.e.name), reason)
+		c.mu.Lock()
+		if h.e.holds[h.owner] != h {
+			c.mu.Unlock()
+			return
+		}
+		if h.releasing {
+			h.lostWhileReleasing = err
+			c.mu.Unlock()
+			return
+		}
+		c.endHold(h, err)
+		c.mu.Unlock()
+		c.reportLost(h.e.name, err)
+	}
+}
+
+// reportLost logs a lost hold and calls the client's hook. c.mu must not be held.
+func (c *Client) reportLost(name string, err error) {
+	if c.opts.logger != nil {
+		c.opts.logger.Warn("rlock: lock lost", "lock", quote(name), "error", err)
+	}
+	if c.opts.onLost != nil {
+		c.opts.onLost(name, err)
+	}
+}
