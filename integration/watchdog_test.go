@@ -813,7 +813,7 @@ func TestWatchdogOnLostAndLogger(t *testing.T) {
 
 	out := logs.String()
 	t.Logf("log:\n%s", out)
-	require.Equal(t, 2, strings.Count(out, `msg="holdfast: lock lost"`), "one log record per lost hold")
+	require.Equal(t, 2, strings.Count(out, `msg="rlock: lock lost"`), "one log record per lost hold")
 	require.Contains(t, out, a)
 	require.Contains(t, out, b)
 	require.Contains(t, out, "level=WARN")
