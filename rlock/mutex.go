@@ -68,15 +68,18 @@ func (m *Mutex) TryLock(ctx context.Context, opts ...LockOption) (*Lease, error)
 // lock(), interruptible by ctx). WithLeaseTime applies as in TryLock;
 // WithWaitTime is ignored.
 //
-// Waiting costs no polling: the first waiter of this client subscribes to the
-// lock's release channel (one subscription shared by all of the client's waiters
-// on that lock) and attempts again on each release message, or when the holder's
-// remaining lease has passed, whichever comes first; the client's other waiters
-// queue behind it in arrival order without any round trip. A lost message thus
-// delays a waiter by at most the holder's remaining lease.
+// Waiting costs no polling: the client's waiters on a lock queue in arrival
+// order, and only the first, the head, talks to Redis. It subscribes to the
+// lock's release channel (one subscription shared by the queue) and attempts
+// again on each release message, when the holder's remaining lease as last read
+// from Redis has passed, or at once when a hold of this client ends without an
+// unlock (lost, expired, force-unlocked), whichever comes first. A lost message
+// thus delays a waiter by at most the holder's remaining lease. A release by an
+// owner of this client hands the lock to the head in the same round trip.
 //
-// When ctx ends the wait the error matches both ErrNotAcquired and ctx.Err(). The
-// other errors are those of TryLock.
+// When ctx ends the wait the error matches both ErrNotAcquired and ctx.Err(),
+// unless the lock was handed to the call at that very moment: then it returns
+// the lease. The other errors are those of TryLock.
 func (m *Mutex) Lock(ctx context.Context, opts ...LockOption) (*Lease, error) {
 	lo, err := newLockOptions(opts)
 	if err != nil {
