@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holdfast-go/holdfast/lua"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -152,4 +153,44 @@ func TestRetryWindow(t *testing.T) {
 	noTimeout := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ReadTimeout: -1, WriteTimeout: -1})
 	defer noTimeout.Close()
 	require.Equal(t, time.Minute, retryWindow(noTimeout))
+}
+
+func TestNewRejectsTypedNilClient(t *testing.T) {
+	_, err := New((*redis.Client)(nil))
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	_, err = New((*redis.ClusterClient)(nil))
+	require.ErrorIs(t, err, ErrInvalidArgument)
+}
+
+// A count that keeps changing under an owner's call is ErrConflict, on both sides.
+func TestConflictIsTyped(t *testing.T) {
+	rdb, _ := unreachable(t)
+	c, err := New(rdb)
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := WithOwner(context.Background())
+	m := c.NewMutex("x")
+
+	c.backend.acquire = func(_ context.Context, a lua.AcquireArgs) (lua.AcquireReply, error) {
+		return lua.AcquireReply{Resync: true, Count: a.Expected + 5}, nil
+	}
+	_, err = m.TryLock(ctx)
+	require.ErrorIs(t, err, ErrConflict)
+
+	c.backend.acquire = func(context.Context, lua.AcquireArgs) (lua.AcquireReply, error) {
+		return lua.AcquireReply{Acquired: true}, nil
+	}
+	outer, err := m.TryLock(ctx, WithLeaseTime(time.Hour))
+	require.NoError(t, err)
+	inner, err := m.TryLock(ctx, WithLeaseTime(time.Hour))
+	require.NoError(t, err)
+	c.backend.release = func(_ context.Context, a lua.ReleaseArgs) (lua.ReleaseReply, error) {
+		return lua.ReleaseReply{Outcome: lua.Resync, Count: a.Expected + 5}, nil
+	}
+	require.ErrorIs(t, inner.Unlock(ctx), ErrConflict)
+	require.NoError(t, inner.Err(), "a failed unlock leaves the lease open")
+	c.backend.release = func(context.Context, lua.ReleaseArgs) (lua.ReleaseReply, error) {
+		return lua.ReleaseReply{Outcome: lua.Released}, nil
+	}
+	require.NoError(t, outer.Unlock(ctx))
 }
