@@ -54,7 +54,7 @@ func notAcquired(ctx context.Context, name string) error {
 // gaveUp makes an error of a call during which ctx was done match ErrNotAcquired
 // as well as ctx.Err(), as documented for Lock and TryLock.
 func gaveUp(ctx context.Context, name string, err error) error {
-	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {
+	if err == nil || ctx.Err() == nil || errors.Is(err, ErrNotAcquired) && errors.Is(err, ctx.Err()) {
 		return err
 	}
 	return notAcquired(ctx, name)
