@@ -194,3 +194,33 @@ func TestConflictIsTyped(t *testing.T) {
 	}
 	require.NoError(t, outer.Unlock(ctx))
 }
+
+// An attempt cut short by ctx (the round trip itself fails with ctx's error)
+// still matches ErrNotAcquired as well as ctx.Err(), and is undone.
+func TestAttemptCutByCtxMatchesNotAcquired(t *testing.T) {
+	rdb, _ := unreachable(t)
+	c, err := New(rdb)
+	require.NoError(t, err)
+	defer c.Close()
+	var undos atomic.Int64
+	c.backend.acquire = func(ctx context.Context, _ lua.AcquireArgs) (lua.AcquireReply, error) {
+		<-ctx.Done()
+		return lua.AcquireReply{}, ctx.Err()
+	}
+	c.backend.release = func(context.Context, lua.ReleaseArgs) (lua.ReleaseReply, error) {
+		undos.Add(1)
+		return lua.ReleaseReply{Outcome: lua.NotHeld}, nil
+	}
+	m := c.NewMutex("x")
+	for _, lock := range []func(context.Context) (*Lease, error){
+		func(ctx context.Context) (*Lease, error) { return m.TryLock(ctx) },
+		func(ctx context.Context) (*Lease, error) { return m.Lock(ctx) },
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		_, err := lock(ctx)
+		cancel()
+		require.ErrorIs(t, err, ErrNotAcquired)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+	}
+	require.Equal(t, int64(2), undos.Load(), "each cut attempt is undone")
+}
