@@ -116,9 +116,16 @@ func (e *lockEntry) successor() *waiter {
 // hold (and its renewal) is recorded before succ can see it, and the lease is
 // delivered on succ.grant. When succ left the queue while the release was in
 // flight, nobody wants the lock: the lease is returned, for the releaser to give
-// back. c.mu must be held.
+// back. After Close nothing is recorded. c.mu must be held.
 func (c *Client) handedOff(e *lockEntry, succ *waiter, sent time.Time) (giveBack *Lease) {
 	e.handing = nil
+	if c.ctx.Err() != nil {
+		// Closed meanwhile: like every hold at Close, this one is left to expire.
+		// succ, if still queued, leaves with ErrClosed.
+		e.attemptBy(time.Now())
+		c.forget(e)
+		return nil
+	}
 	l := c.grant(succ.o, e.name, 1, succ.lo, sent)
 	e.pace.handedOff()
 	if !c.remove(e, succ) {

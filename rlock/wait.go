@@ -188,15 +188,16 @@ func (c *Client) step(ctx context.Context, e *lockEntry, w *waiter) (*Lease, tim
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e.attempting = false
-	if e.unsure == w {
-		e.unsure = nil // the attempt found a hand-off that happened, or undid it
+	answered := err == nil || errors.Is(err, ErrNotAcquired) && ctx.Err() == nil
+	if answered && e.unsure == w {
+		e.unsure = nil // Redis answered: a hand-off that happened was found
 	}
 	switch {
 	case err == nil:
 		e.pace.attemptWon()
 		c.remove(e, w)
 		return l, 0, nil
-	case errors.Is(err, ErrNotAcquired) && ctx.Err() == nil:
+	case answered:
 		e.soonest(c.expiry(ttl))
 		return nil, time.Until(e.attemptAt), nil
 	}
