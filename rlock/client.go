@@ -135,8 +135,8 @@ func (c *Client) Close() error {
 
 	c.mu.Lock()
 	for _, e := range c.locks {
-		for _, h := range e.holds {
-			c.endHold(h, ErrClosed)
+		for len(e.holds) > 0 {
+			c.endHold(e.holds[0], ErrClosed)
 		}
 	}
 	c.mu.Unlock()

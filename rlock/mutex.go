@@ -128,8 +128,8 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	lost := fmt.Errorf("%w: %s: force-unlocked", ErrLockLost, quote(m.name))
 	m.c.mu.Lock()
 	if e := m.c.locks[m.name]; e != nil {
-		for _, h := range e.holds {
-			m.c.endHold(h, lost)
+		for len(e.holds) > 0 {
+			m.c.endHold(e.holds[0], lost)
 		}
 	}
 	m.c.mu.Unlock()

@@ -17,9 +17,10 @@ type owner struct {
 	// The owner's script calls on one lock are serialized, so that the hold count
 	// a call sends as its expected value is never stale because of the owner's own
 	// concurrent calls on that lock. Calls on different locks run in parallel.
-	mu   sync.Mutex
-	idle sync.Cond // L = &mu; broadcast when a call ends
-	busy []string  // the locks with a call of this owner in flight
+	mu      sync.Mutex
+	idle    sync.Cond // L = &mu; broadcast when a call ends
+	busy    []string  // the locks with a call of this owner in flight
+	busyBuf [1]string // busy's first backing array: no allocation for one call
 }
 
 type ownerKey struct{}
@@ -45,6 +46,7 @@ func WithOwner(ctx context.Context) context.Context {
 func newOwner() *owner {
 	o := &owner{id: strconv.FormatInt(rand.Int64(), 10)}
 	o.idle.L = &o.mu
+	o.busy = o.busyBuf[:0]
 	return o
 }
 

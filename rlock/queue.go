@@ -105,7 +105,7 @@ func (e *lockEntry) successor() *waiter {
 		return nil
 	}
 	w := e.queue[0]
-	if e.holds[w.o] != nil {
+	if e.holdOf(w.o) != nil {
 		return nil
 	}
 	e.handing = w

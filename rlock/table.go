@@ -3,6 +3,7 @@ package rlock
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/holdfast-go/holdfast/watchdog"
@@ -13,9 +14,10 @@ import (
 // with other processes. The Client keeps one per name while the lock is held or
 // waited for (Client.locks); every field is guarded by Client.mu.
 type lockEntry struct {
-	name  string
-	holds map[*owner]*hold // this client's owners holding the lock
-	pace  pacing
+	name     string
+	holds    []*hold // this client's owners holding the lock: one, or none
+	holdsBuf [1]*hold
+	pace     pacing
 
 	// The queue (queue.go): waiters in arrival order, queue[0] the head. Only the
 	// head talks to Redis, through the queue's subscription to the release channel.
@@ -60,7 +62,8 @@ type hold struct {
 func (c *Client) entry(name string) *lockEntry {
 	e := c.locks[name]
 	if e == nil {
-		e = &lockEntry{name: name, holds: make(map[*owner]*hold)}
+		e = &lockEntry{name: name}
+		e.holds = e.holdsBuf[:0]
 		c.locks[name] = e
 	}
 	return e
@@ -76,7 +79,17 @@ func (c *Client) forget(e *lockEntry) {
 // holdOf returns o's hold of name, or nil. c.mu must be held.
 func (c *Client) holdOf(o *owner, name string) *hold {
 	if e := c.locks[name]; e != nil {
-		return e.holds[o]
+		return e.holdOf(o)
+	}
+	return nil
+}
+
+// holdOf returns o's hold of the lock, or nil. c.mu must be held.
+func (e *lockEntry) holdOf(o *owner) *hold {
+	for _, h := range e.holds {
+		if h.owner == o {
+			return h
+		}
 	}
 	return nil
 }
@@ -132,10 +145,10 @@ func (c *Client) leaseOf(lo lockOptions) time.Duration {
 // made here, before the caller can see the lease. c.mu must be held.
 func (c *Client) grant(o *owner, name string, count int64, lo lockOptions, sent time.Time) *Lease {
 	e := c.entry(name)
-	h := e.holds[o]
+	h := e.holdOf(o)
 	if h == nil {
 		h = &hold{e: e, owner: o, field: c.field(o)}
-		e.holds[o] = h
+		e.holds = append(e.holds, h)
 	}
 	e.pace.acquired()
 	h.count = count
@@ -156,7 +169,7 @@ func (c *Client) grant(o *owner, name string, count int64, lo lockOptions, sent 
 // free. c.mu must be held.
 func (c *Client) endHold(h *hold, err error) {
 	e := h.e
-	if e.holds[h.owner] != h {
+	if e.holdOf(h.owner) != h {
 		return
 	}
 	for _, l := range h.leases {
@@ -165,7 +178,7 @@ func (c *Client) endHold(h *hold, err error) {
 	h.leases = nil
 	h.count = 0
 	h.wd.Stop()
-	delete(e.holds, h.owner)
+	e.holds = slices.DeleteFunc(e.holds, func(x *hold) bool { return x == h })
 	if !errors.Is(err, ErrUnlocked) {
 		e.attemptBy(time.Now())
 	}
@@ -189,7 +202,7 @@ func (c *Client) onLost(h *hold) func(error) {
 	return func(reason error) {
 		err := fmt.Errorf("%w: %s: %w", ErrLockLost, quote(h.e.name), reason)
 		c.mu.Lock()
-		if h.e.holds[h.owner] != h {
+		if h.e.holdOf(h.owner) != h {
 			c.mu.Unlock()
 			return
 		}

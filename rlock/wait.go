@@ -32,7 +32,7 @@ func (c *Client) lock(ctx context.Context, name string, o *owner, lo lockOptions
 	}
 	c.mu.Lock()
 	e := c.locks[name]
-	reentrant := e != nil && e.holds[o] != nil
+	reentrant := e != nil && e.holdOf(o) != nil
 	queued := e != nil && (len(e.queue) > 0 || len(e.holds) > 0)
 	c.mu.Unlock()
 
