@@ -17,6 +17,12 @@ const (
 	yieldRounds = 3
 )
 
+// echoWait bounds how long the head of a client that published a release waits
+// for that release's own message before it paces its attempt anyway: normally
+// the message comes back first and the head attempts yieldRounds steps after it,
+// last of all the clients' heads; a lost message costs at most this.
+const echoWait = time.Millisecond
+
 // pacing orders this client's turns on one lock with other processes: it counts
 // the hand-offs in a row inside the client and the releases heard since the
 // client last held the lock, and turns them into a delay before the head's next
@@ -45,14 +51,14 @@ func (p *pacing) handedOff() { p.streak++ }
 func (p *pacing) onlyIfAlone() bool { return p.streak >= maxHandOffs }
 
 // published records a release this client published, and returns how long its
-// own head waits before attempting: longest of all, so that other clients' heads
-// go first.
+// own head waits at most before attempting: the message's echo normally comes
+// first and sets the delay (heard), so that other clients' heads go first.
 func (p *pacing) published(waiting bool) time.Duration {
 	p.streak = 0
 	if waiting {
 		p.echoes++
 	}
-	return yieldStep * yieldRounds
+	return echoWait + yieldStep*yieldRounds
 }
 
 // heard records a release message and returns how long the head waits before

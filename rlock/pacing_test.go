@@ -29,17 +29,17 @@ func TestPacing(t *testing.T) {
 		}},
 		{"the echo of an own release is not counted", []step{
 			{op: "heard", delay: 300 * us, seen: 1},
-			{op: "published", delay: 450 * us, seen: 1},
+			{op: "published", delay: echoWait + 450*us, seen: 1},
 			{op: "heard", delay: 300 * us, seen: 1}, // the echo
 			{op: "heard", delay: 150 * us, seen: 2},
 		}},
 		{"a release published without waiters has no echo to skip", []step{
-			{op: "publishedAlone", delay: 450 * us, seen: 0},
+			{op: "publishedAlone", delay: echoWait + 450*us, seen: 0},
 			{op: "heard", delay: 300 * us, seen: 1},
 		}},
 		{"echoes are skipped one each", []step{
-			{op: "published", delay: 450 * us},
-			{op: "published", delay: 450 * us},
+			{op: "published", delay: echoWait + 450*us},
+			{op: "published", delay: echoWait + 450*us},
 			{op: "heard", delay: 450 * us, seen: 0},
 			{op: "heard", delay: 450 * us, seen: 0},
 			{op: "heard", delay: 300 * us, seen: 1},
@@ -47,7 +47,7 @@ func TestPacing(t *testing.T) {
 		{"acquired resets seen and echoes", []step{
 			{op: "heard", delay: 300 * us, seen: 1},
 			{op: "heard", delay: 150 * us, seen: 2},
-			{op: "published", delay: 450 * us, seen: 2},
+			{op: "published", delay: echoWait + 450*us, seen: 2},
 			{op: "acquired", seen: 0},
 			{op: "heard", delay: 300 * us, seen: 1}, // no echo left to skip
 		}},
@@ -63,7 +63,7 @@ func TestPacing(t *testing.T) {
 			{op: "handedOff"},
 			{op: "handedOff"},
 			{op: "handedOff", alone: true},
-			{op: "publishedAlone", delay: 450 * us},
+			{op: "publishedAlone", delay: echoWait + 450*us},
 			{op: "handedOff"},
 		}},
 		{"a hand-off's acquisition does not reset the streak", []step{
