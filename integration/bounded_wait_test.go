@@ -397,6 +397,33 @@ func TestBoundedWaitFixedLeaseNeverUnlocked(t *testing.T) {
 	}
 }
 
+// bwWaitedHold is a watchdog hold of a lock by an owner of client a, and a
+// waiter blocked in Lock on it, in a (side "SameClient") or in another client
+// ("OtherClient"), subscribed to the lock's channel.
+type bwWaitedHold struct {
+	admin *redis.Client
+	name  string
+	hold  *rlock.Lease
+	wait  *bwCall
+}
+
+func bwHoldAndWait(t *testing.T, side string, opts ...rlock.ClientOption) bwWaitedHold {
+	admin := redistest.Shared(t).Client(t)
+	name := redistest.Name(t)
+	bwDelAtEnd(t, admin, name)
+	a := bwClient(t, admin, opts...)
+	wc := a
+	if side == "OtherClient" {
+		wc = bwClient(t, admin, opts...)
+	}
+	hl, err := a.NewMutex(name).Lock(bwCtx(t, bwOwner(), bwCallTimeout))
+	require.NoError(t, err)
+	wm := wc.NewMutex(name)
+	call := bwStart(t, "waiter", bwOwner(), func(ctx context.Context) (*rlock.Lease, error) { return wm.Lock(ctx) })
+	bwAwaitSubscribers(t, admin, name, 1)
+	return bwWaitedHold{admin: admin, name: name, hold: hl, wait: call}
+}
+
 // 2. A watchdog hold whose key is deleted from outside: a waiter of the holder's
 // client acquires within one renewal interval plus slack, a waiter of another
 // client within the watchdog timeout plus slack; the holder's lease is lost.
@@ -410,21 +437,9 @@ func TestBoundedWaitExternalDelOfWatchdogHold(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.side, func(t *testing.T) {
-			admin := redistest.Shared(t).Client(t)
-			name := redistest.Name(t)
-			bwDelAtEnd(t, admin, name)
-			a := bwClient(t, admin, bwShort()...)
-			wc := a
-			if tc.side == "OtherClient" {
-				wc = bwClient(t, admin, bwShort()...)
-			}
-
-			hl, err := a.NewMutex(name).Lock(bwCtx(t, bwOwner(), bwCallTimeout))
-			require.NoError(t, err)
+			w := bwHoldAndWait(t, tc.side, bwShort()...)
+			admin, name, hl, call := w.admin, w.name, w.hold, w.wait
 			hlEnded := bwWatch(t, hl)
-			wm := wc.NewMutex(name)
-			call := bwStart(t, "waiter", bwOwner(), func(ctx context.Context) (*rlock.Lease, error) { return wm.Lock(ctx) })
-			bwAwaitSubscribers(t, admin, name, 1)
 
 			deleted := time.Now()
 			require.NoError(t, admin.Del(context.Background(), name).Err())
@@ -433,7 +448,7 @@ func TestBoundedWaitExternalDelOfWatchdogHold(t *testing.T) {
 			if wl == nil {
 				t.FailNow()
 			}
-			_, err = bwUnlock(t, "the waiter's Unlock", wl)
+			_, err := bwUnlock(t, "the waiter's Unlock", wl)
 			require.NoError(t, err)
 			bwRequireGone(t, admin, name)
 		})
@@ -446,21 +461,9 @@ func TestBoundedWaitForceUnlockByThirdClient(t *testing.T) {
 	const bound = time.Second
 	for _, side := range []string{"SameClient", "OtherClient"} {
 		t.Run(side, func(t *testing.T) {
-			admin := redistest.Shared(t).Client(t)
-			name := redistest.Name(t)
-			bwDelAtEnd(t, admin, name)
-			a := bwClient(t, admin)
-			wc := a
-			if side == "OtherClient" {
-				wc = bwClient(t, admin)
-			}
+			w := bwHoldAndWait(t, side)
+			admin, name, hl, call := w.admin, w.name, w.hold, w.wait
 			third := bwClient(t, admin)
-
-			hl, err := a.NewMutex(name).Lock(bwCtx(t, bwOwner(), bwCallTimeout))
-			require.NoError(t, err)
-			wm := wc.NewMutex(name)
-			call := bwStart(t, "waiter", bwOwner(), func(ctx context.Context) (*rlock.Lease, error) { return wm.Lock(ctx) })
-			bwAwaitSubscribers(t, admin, name, 1)
 
 			forced := time.Now()
 			ok, err := third.NewMutex(name).ForceUnlock(bwCtx(t, context.Background(), bwUnlockTimeout))
@@ -491,21 +494,9 @@ func TestBoundedWaitKeyReplacedByOtherType(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.side, func(t *testing.T) {
-			admin := redistest.Shared(t).Client(t)
-			name := redistest.Name(t)
-			bwDelAtEnd(t, admin, name)
-			a := bwClient(t, admin, bwShort()...)
-			wc := a
-			if tc.side == "OtherClient" {
-				wc = bwClient(t, admin, bwShort()...)
-			}
-
-			hl, err := a.NewMutex(name).Lock(bwCtx(t, bwOwner(), bwCallTimeout))
-			require.NoError(t, err)
+			w := bwHoldAndWait(t, tc.side, bwShort()...)
+			admin, name, hl, call := w.admin, w.name, w.hold, w.wait
 			hlEnded := bwWatch(t, hl)
-			wm := wc.NewMutex(name)
-			call := bwStart(t, "waiter", bwOwner(), func(ctx context.Context) (*rlock.Lease, error) { return wm.Lock(ctx) })
-			bwAwaitSubscribers(t, admin, name, 1)
 
 			replaced := time.Now()
 			require.NoError(t, admin.Set(context.Background(), name, "x", 0).Err())
