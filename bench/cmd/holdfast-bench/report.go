@@ -251,9 +251,36 @@ func renderMarkdown(r *results, plots []plotRef) string {
 		"(a go-redis client with default options; a rueidis client with `PipelineMultiplex: -1` as rueidislock forces). " +
 		"Every latency ratio divides by the PING p50 of the same run.\n")
 	p("- **Uncontended cycle**: one goroutine, `Lock` then `Unlock` on a lock nobody else uses, measured from the `Lock` call to the `Unlock` return; "+
-		"%d rounds × %d cycles per library (after an unmeasured warm-up), interleaved with the PINGs and the other libraries "+
-		"in runs of 20 ops (every item in turn, in a rotating order), so that machine drift hits all alike; round trips and server commands "+
-		"are counted in a separate batch of %d ops per item.\n", r.Rounds, r.Cycles, r.Cycles)
+		"%d rounds × %d cycles per library (after an unmeasured warm-up of %d ops per item), interleaved with the PINGs and the other libraries "+
+		"in runs of 20 ops (every item in turn, in a rotating order), so that machine drift hits all alike.\n", r.Rounds, r.Cycles, min(r.Cycles, 50))
+	p("- **holdfast TryLock (free)**: a cycle like holdfast's, through `Mutex.TryLock(ctx)` (one attempt, fresh owner) on a free lock, then `Lease.Unlock`. " +
+		"**holdfast reentrant**: an owner (`ctx = rlock.WithOwner(…)`) takes its own lock once before the warm-up and holds it until the end; " +
+		"each op is one reentrant `TryLock(ctx)` of that owner (hold count 1 → 2, one round trip) and that lease's `Unlock` (2 → 1, one round trip). " +
+		"Both rows are timed interleaved with the others and counted like them.\n")
+	p("- **Counting batch**: after the timed rounds, for every row, N = %d ops of that row alone, back to back, untimed, "+
+		"in %d slices (the rows in turn, in a rotating order, so that a burst of load does not hit one row alone). "+
+		"Round trips, server commands, server µs, server CPU, client CPU, allocations and bytes per cycle are each the change of a counter "+
+		"between just before and just after each slice, summed over the slices, ÷ N. The probes (`INFO` on a separate connection, `ReadMemStats`) are read outside "+
+		"the process CPU and allocation window; `INFO` is not counted in server commands or server µs.\n", r.Cycles, countSlices)
+	p("- **server µs / cycle**: from `INFO commandstats`, the change of `usec` (time the server spent executing the command, " +
+		"timed around its execution: not reading, parsing or answering the request) summed over the commands, `INFO` left out, ÷ N. " +
+		"A script's `usec` includes the commands it runs, which Redis also counts under their own names (checked on 7.0.15: an `EVAL` " +
+		"running 200 000 `SET`s adds 231 ms to `eval` and 52 ms to `set`). The first number counts each command a client sent once: " +
+		"every command's `usec` is weighted by the share of its calls that no script made, as seen on a `MONITOR` feed (script calls show " +
+		"as `[0 lua]`) during that row's warm-up (the feed is closed before anything is measured). " +
+		"In parentheses the plain sum over all commands, which counts the commands scripts run twice.\n")
+	p("- **server CPU µs / cycle**: the change of `used_cpu_user_main_thread` + `used_cpu_sys_main_thread` (`INFO cpu`: `getrusage` of "+
+		"redis-server's main thread, which with the default `io-threads 1` reads, parses, runs and answers every command) ÷ N. Unlike server µs "+
+		"it includes the socket reads and writes per round trip; it also includes the server's periodic work (`serverCron`, 10 Hz) "+
+		"during the batch, and the tail and head of two `INFO cpu` probes per slice (read after and before the `INFO commandstats` ones; "+
+		"about 15 µs per slice, measured on empty slices: %.2f µs per cycle here).\n", 15*float64(countSlices)/float64(r.Cycles))
+	p("- **client CPU µs / cycle**: the benchmark process's CPU time (`getrusage(RUSAGE_SELF)`, user + system, all threads) " +
+		"over the batch ÷ N. The batch runs one row alone, so this is that row's client cost (library, its Redis client, their " +
+		"background goroutines, the garbage collector) plus the harness's loop around the op (a function call and a counter), " +
+		"plus whatever the other, idle, clients of the process do meanwhile (timers), and the Go scheduler's spinning " +
+		"while it waits for a reply (so it can exceed the cycle's latency minus the server's share).\n")
+	p("- **allocs / cycle**, **bytes / cycle**: the change of `runtime.MemStats.Mallocs` / `TotalAlloc` over the batch ÷ N: " +
+		"heap allocations (count, bytes) of the whole process, so those of that row alone plus any background goroutines'.\n")
 	p("- **Contended run**: P processes × G goroutines loop on one lock name: `Lock` (with a %s deadline), critical section "+
 		"(`time.Sleep` of 0 or 1 ms; 0 means none), `Unlock`. Every contended case runs in worker processes (the binary re-executes itself), "+
 		"one `Instance` (client) per process shared by its goroutines. A run has a %s warm-up and a %s measured window; "+
@@ -288,7 +315,8 @@ func renderMarkdown(r *results, plots []plotRef) string {
 		"so an `EVALSHA` whose script runs two commands counts 3. *scripts* = `EVAL`/`EVALSHA`/`FCALL` calls alone.\n")
 	p("- **Overlaps** (sanity check, should be 0): acquisitions whose `Lock` returned before the previous holder called `Unlock`.\n")
 	p("- **holdfast ÷ best peer**: holdfast's value divided by the best of the other libraries in that column (lowest, or highest for acq/s); " +
-		"below 1 is better except for acq/s.\n")
+		"below 1 is better except for acq/s. For the uncontended table: holdfast's Lock+Unlock row against the other libraries' rows " +
+		"(not PING, not holdfast's other rows).\n")
 
 	p("\n## PING and uncontended Lock+Unlock\n\n")
 	renderUncontended(&b, r)
@@ -316,34 +344,102 @@ func renderMarkdown(r *results, plots []plotRef) string {
 	return b.String()
 }
 
-func renderUncontended(b *strings.Builder, r *results) {
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
-	p("| | client | p50 | p99 | p50 ÷ PING p50 | p99 ÷ PING p99 | round trips / cycle | server cmds / cycle (scripts) |\n")
-	p("|---|---|---|---|---|---|---|---|\n")
-	pingOf := func(client string) *uncontendedStats {
-		if client == libs.Rueidis {
+// uncCol is one column of the PING / uncontended table.
+type uncCol struct {
+	head string
+	cell func(*uncontendedStats) string
+	// value, if set, is the number compared in the holdfast ÷ best peer line
+	// (lower is better), named there by ratioName.
+	value     func(*uncontendedStats) float64
+	ratioName string
+}
+
+func uncontendedCols(r *results) []uncCol {
+	pingOf := func(u *uncontendedStats) *uncontendedStats {
+		if u.Client == libs.Rueidis {
 			return r.uncontended(pingRueidis)
 		}
 		return r.uncontended(pingGoRedis)
 	}
-	for _, u := range r.Uncontended {
-		ping := pingOf(u.Client)
-		p("| %s | %s | %s | %s | %.2f | %.2f | %.2f | %.2f (%.2f) |\n", u.Name, u.Client, fmtDur(u.Lat.P(0.5)), fmtDur(u.Lat.P(0.99)),
-			float64(u.Lat.P(0.5))/float64(ping.Lat.P(0.5)), float64(u.Lat.P(0.99))/float64(ping.Lat.P(0.99)),
-			u.RTPerOp, u.CmdPerOp, u.ScriptsPerOp)
+	p50 := func(u *uncontendedStats) float64 { return float64(u.Lat.P(0.5)) }
+	p99 := func(u *uncontendedStats) float64 { return float64(u.Lat.P(0.99)) }
+	dur := func(f func(*uncontendedStats) float64) func(*uncontendedStats) string {
+		return func(u *uncontendedStats) string { return fmtDur(time.Duration(f(u))) }
 	}
-	if h := r.uncontended(libs.Holdfast); h != nil {
-		best, bestName := time.Duration(0), ""
+	toPing := func(f func(*uncontendedStats) float64) func(*uncontendedStats) string {
+		return func(u *uncontendedStats) string { return fmt.Sprintf("%.2f", f(u)/f(pingOf(u))) }
+	}
+	num := func(format string, f func(*uncontendedStats) float64) func(*uncontendedStats) string {
+		return func(u *uncontendedStats) string { return fmt.Sprintf(format, f(u)) }
+	}
+	serverUs := func(u *uncontendedStats) float64 { return u.ServerUs }
+	serverCPU := func(u *uncontendedStats) float64 { return u.ServerCPUUs }
+	clientCPU := func(u *uncontendedStats) float64 { return u.ClientCPUUs }
+	allocs := func(u *uncontendedStats) float64 { return u.Allocs }
+	return []uncCol{
+		{head: "client", cell: func(u *uncontendedStats) string { return u.Client }},
+		{head: "p50", cell: dur(p50), value: p50, ratioName: "cycle p50"},
+		{head: "p99", cell: dur(p99), value: p99, ratioName: "cycle p99"},
+		{head: "p50 ÷ PING p50", cell: toPing(p50)},
+		{head: "p99 ÷ PING p99", cell: toPing(p99)},
+		{head: "round trips / cycle", cell: num("%.2f", func(u *uncontendedStats) float64 { return u.RTPerOp })},
+		{head: "server cmds / cycle (scripts)", cell: func(u *uncontendedStats) string {
+			return fmt.Sprintf("%.2f (%.2f)", u.CmdPerOp, u.ScriptsPerOp)
+		}},
+		{head: "server µs / cycle (Σ all cmds)", cell: func(u *uncontendedStats) string {
+			return fmt.Sprintf("%.2f (%.2f)", u.ServerUs, u.ServerUsAll)
+		}, value: serverUs, ratioName: "server µs / cycle"},
+		{head: "server CPU µs / cycle", cell: num("%.1f", serverCPU), value: serverCPU, ratioName: "server CPU µs / cycle"},
+		{head: "client CPU µs / cycle", cell: num("%.1f", clientCPU), value: clientCPU, ratioName: "client CPU µs / cycle"},
+		{head: "allocs / cycle", cell: num("%.1f", allocs), value: allocs, ratioName: "allocs / cycle"},
+		{head: "bytes / cycle", cell: num("%.0f", func(u *uncontendedStats) float64 { return u.Bytes })},
+	}
+}
+
+func renderUncontended(b *strings.Builder, r *results) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	cols := uncontendedCols(r)
+	p("| |")
+	for _, c := range cols {
+		p(" %s |", c.head)
+	}
+	p("\n|---|%s\n", strings.Repeat("---|", len(cols)))
+	for _, u := range r.Uncontended {
+		p("| %s |", u.Name)
+		for _, c := range cols {
+			p(" %s |", c.cell(u))
+		}
+		p("\n")
+	}
+	if ratios := uncontendedRatios(r, cols); ratios != "" {
+		p("\nholdfast ÷ best peer (Lock+Unlock cycle; the peers are the other libraries, not holdfast's other rows): %s.\n", ratios)
+	}
+	p("\nThe ÷ PING columns divide by the PING of the library's own client kind.\n")
+}
+
+// uncontendedRatios returns, for each column with a value, holdfast's
+// Lock+Unlock row divided by the lowest of the other libraries' rows.
+func uncontendedRatios(r *results, cols []uncCol) string {
+	h := r.uncontended(libs.Holdfast)
+	if h == nil {
+		return ""
+	}
+	var parts []string
+	for _, c := range cols {
+		if c.value == nil {
+			continue
+		}
+		best, bestName := 0.0, ""
 		for _, l := range r.peers() {
-			if u := r.uncontended(l.Name); u != nil && (bestName == "" || u.Lat.P(0.5) < best) {
-				best, bestName = u.Lat.P(0.5), l.Name
+			if u := r.uncontended(l.Name); u != nil && (bestName == "" || c.value(u) < best) {
+				best, bestName = c.value(u), l.Name
 			}
 		}
 		if bestName != "" {
-			p("\nholdfast ÷ best peer, cycle p50: %s.\n", ratioCell(float64(h.Lat.P(0.5)), float64(best), bestName))
+			parts = append(parts, fmt.Sprintf("%s %s", c.ratioName, ratioCell(c.value(h), best, bestName)))
 		}
 	}
-	p("\nThe ratio column divides by the PING of the library's own client kind.\n")
+	return strings.Join(parts, ", ")
 }
 
 func renderCase(b *strings.Builder, r *results, c contendedCase) {

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"slices"
 	"time"
 
 	"github.com/holdfast-go/holdfast/bench/internal/libs"
@@ -10,6 +12,7 @@ import (
 	"github.com/holdfast-go/holdfast/bench/internal/redisserver"
 	"github.com/holdfast-go/holdfast/bench/internal/stats"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sys/unix"
 )
 
 // Names of the PING rows.
@@ -21,6 +24,9 @@ const (
 // uncontendedRun is how many ops of one item are timed in a row.
 const uncontendedRun = 20
 
+// countSlices is how many slices an item's counting batch is cut into.
+const countSlices = 4
+
 // uncontendedStats is one row of the PING / uncontended table.
 type uncontendedStats struct {
 	Name         string     `json:"name"`
@@ -30,6 +36,15 @@ type uncontendedStats struct {
 	RTPerOp      float64    `json:"roundTripsPerCycle"`
 	CmdPerOp     float64    `json:"serverCommandsPerCycle"`
 	ScriptsPerOp float64    `json:"scriptsPerCycle"`
+	// ServerUs is the commandstats usec of the commands clients sent (a
+	// script's own usec includes what it runs); ServerUsAll sums usec over
+	// every command, counting commands run by scripts twice.
+	ServerUs    float64 `json:"serverUsecPerCycle"`
+	ServerUsAll float64 `json:"serverUsecAllCommandsPerCycle"`
+	ServerCPUUs float64 `json:"serverMainThreadCpuUsPerCycle"`
+	ClientCPUUs float64 `json:"clientCpuUsPerCycle"`
+	Allocs      float64 `json:"allocsPerCycle"`
+	Bytes       float64 `json:"bytesPerCycle"`
 }
 
 // uncontendedItem is something measured in every round.
@@ -40,32 +55,87 @@ type uncontendedItem struct {
 	op     func(ctx context.Context) error
 	rt     func() int64
 
-	lat           []int64
-	rt0, n        int64
-	cmds, scripts int64
+	lat []int64
+	// nested is, per command name, the share of its calls that scripts made
+	// during the item's warm-up.
+	nested map[string]float64
+	cost   batchCost
 }
 
-// runUncontended measures PING on a go-redis and a rueidis client and one
-// goroutine's Lock+Unlock cycles on an uncontended lock per library,
-// interleaved op by op: every cycle runs every item once, in a rotating order.
+// batchCost sums what an item's counting batches cost.
+type batchCost struct {
+	n, rt, cmds, scripts int64
+	usecAll, usecTop     float64
+	serverCPU, cpu       time.Duration
+	mallocs, bytes       uint64
+}
+
+// snapshot is what a counting batch compares before and after.
+type snapshot struct {
+	server redisserver.Stats
+	rt     int64
+	mem    runtime.MemStats
+	cpu    time.Duration
+}
+
+// runUncontended measures PING on a go-redis and a rueidis client, one
+// goroutine's Lock+Unlock cycles on an uncontended lock per library, and the
+// libraries' Variants, interleaved op by op: every cycle runs every item once,
+// in a rotating order. A separate batch of cycles ops per item (run in
+// slices, each with one item alone) gives the round trips, server commands
+// and time, client CPU and allocations per op.
 func runUncontended(ctx context.Context, srv *redisserver.Server, ls []libs.Library, rounds, cycles int) ([]*uncontendedStats, error) {
-	rdb, _ := libs.NewGoRedis(srv.Addr)
-	defer rdb.Close()
-	rping, rclose, err := libs.NewRueidisPinger(srv.Addr)
+	items, closeAll, err := uncontendedItems(ctx, srv.Addr, ls)
+	defer closeAll()
 	if err != nil {
 		return nil, err
 	}
-	defer rclose()
-	items := []*uncontendedItem{
+	statsClient := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer statsClient.Close()
+
+	if err := warmUp(ctx, srv.Addr, statsClient, items, min(cycles, 50)); err != nil {
+		return nil, err
+	}
+	if err := timeItems(ctx, items, rounds, cycles); err != nil {
+		return nil, err
+	}
+	if err := countItems(ctx, statsClient, items, cycles); err != nil {
+		return nil, err
+	}
+	out := make([]*uncontendedStats, 0, len(items))
+	for _, it := range items {
+		out = append(out, it.summary())
+	}
+	return out, nil
+}
+
+// uncontendedItems opens the clients and libraries and returns the items:
+// the PINGs, then per library its cycle and its Variants. closeAll closes
+// whatever was opened, also on error.
+func uncontendedItems(ctx context.Context, addr string, ls []libs.Library) (items []*uncontendedItem, closeAll func(), err error) {
+	var closers []func()
+	closeAll = func() {
+		for _, c := range slices.Backward(closers) {
+			c()
+		}
+	}
+	rdb, _ := libs.NewGoRedis(addr)
+	closers = append(closers, func() { _ = rdb.Close() })
+	rping, rclose, err := libs.NewRueidisPinger(addr)
+	if err != nil {
+		return nil, closeAll, err
+	}
+	closers = append(closers, rclose)
+	items = []*uncontendedItem{
 		{name: pingGoRedis, client: libs.GoRedis, isPing: true, op: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
 		{name: pingRueidis, client: libs.Rueidis, isPing: true, op: rping},
 	}
 	for _, l := range ls {
-		inst, err := l.Open(srv.Addr)
+		inst, err := l.Open(addr)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", l.Name, err)
+			return nil, closeAll, fmt.Errorf("%s: %w", l.Name, err)
 		}
-		defer inst.Close()
+		closers = append(closers, func() { _ = inst.Close() })
 		lk := inst.NewLocker("bench:uncontended:" + l.Name)
 		items = append(items, &uncontendedItem{
 			name: l.Name, client: l.Client, rt: inst.RoundTrips,
@@ -77,21 +147,53 @@ func runUncontended(ctx context.Context, srv *redisserver.Server, ls []libs.Libr
 				return unlock(ctx)
 			},
 		})
-	}
-	statsClient := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	defer statsClient.Close()
-
-	// One unmeasured round: connections, script loading.
-	for _, it := range items {
-		for range min(cycles, 50) {
-			if err := it.op(ctx); err != nil {
-				return nil, fmt.Errorf("%s: %w", it.name, err)
-			}
+		vi, ok := inst.(libs.VariantInstance)
+		if !ok {
+			continue
+		}
+		vs, err := vi.Variants(ctx, "bench:uncontended:"+l.Name+":")
+		if err != nil {
+			return nil, closeAll, fmt.Errorf("%s variants: %w", l.Name, err)
+		}
+		for _, v := range vs {
+			items = append(items, &uncontendedItem{name: v.Name, client: l.Client, rt: inst.RoundTrips, op: v.Op})
 		}
 	}
-	// Timing: short runs of uncontendedRun ops, every item in turn (rotating the
-	// order), so that drift of the machine (frequency, neighbours) hits every
-	// item alike while each run stays warm (same connection, same code path).
+	return items, closeAll, nil
+}
+
+// warmUp runs n unmeasured ops per item (connections, script loading) under
+// a MONITOR feed, which it reads after each item to learn which commands the
+// item's scripts run (item.nested). The feed is closed before anything is
+// measured.
+func warmUp(ctx context.Context, addr string, statsClient *redis.Client, items []*uncontendedItem, n int) error {
+	mon, err := redisserver.StartMonitor(addr)
+	if err != nil {
+		return err
+	}
+	defer mon.Close()
+	for i, it := range items {
+		for range n {
+			if err := it.op(ctx); err != nil {
+				return fmt.Errorf("%s: %w", it.name, err)
+			}
+		}
+		marker := fmt.Sprintf("holdfast-bench-warm-up-end-%d", i)
+		if err := statsClient.Echo(ctx, marker).Err(); err != nil {
+			return err
+		}
+		if it.nested, err = mon.NestedShares(marker, 10*time.Second); err != nil {
+			return fmt.Errorf("%s: %w", it.name, err)
+		}
+	}
+	return nil
+}
+
+// timeItems times each op: short runs of uncontendedRun ops, every item in
+// turn (rotating the order), so that drift of the machine (frequency,
+// neighbours) hits every item alike while each run stays warm (same
+// connection, same code path).
+func timeItems(ctx context.Context, items []*uncontendedItem, rounds, cycles int) error {
 	turn := 0
 	for range rounds {
 		for c := 0; c < cycles; c += uncontendedRun {
@@ -100,7 +202,7 @@ func runUncontended(ctx context.Context, srv *redisserver.Server, ls []libs.Libr
 				for range min(uncontendedRun, cycles-c) {
 					t0 := monoclock.Now()
 					if err := it.op(ctx); err != nil {
-						return nil, fmt.Errorf("%s: %w", it.name, err)
+						return fmt.Errorf("%s: %w", it.name, err)
 					}
 					it.lat = append(it.lat, monoclock.Now()-t0)
 				}
@@ -109,45 +211,130 @@ func runUncontended(ctx context.Context, srv *redisserver.Server, ls []libs.Libr
 		}
 		time.Sleep(time.Millisecond)
 	}
-	// Counting: per item, client round trips and server commands over a batch.
-	for _, it := range items {
-		before, err := redisserver.ReadCommandStats(ctx, statsClient)
-		if err != nil {
-			return nil, err
+	return nil
+}
+
+// countItems runs every item's counting batch of n ops, cut into
+// countSlices slices and the items taken in turn (rotating the order), so that
+// a burst of load on the machine does not fall on one item's batch alone.
+// Each slice runs one item alone.
+func countItems(ctx context.Context, statsClient *redis.Client, items []*uncontendedItem, n int) error {
+	for sl := range countSlices {
+		size := n / countSlices
+		if sl < n%countSlices {
+			size++
 		}
-		var rt0 int64
-		if it.rt != nil {
-			rt0 = it.rt()
-		}
-		for range cycles {
-			if err := it.op(ctx); err != nil {
-				return nil, fmt.Errorf("%s: %w", it.name, err)
+		for i := range items {
+			if err := countBatch(ctx, statsClient, items[(i+sl)%len(items)], size); err != nil {
+				return err
 			}
 		}
+	}
+	return nil
+}
+
+// countBatch runs n ops of it alone and adds their costs to it.cost: client
+// round trips, server commands and time (INFO commandstats and cpu), and the
+// whole process's CPU time and allocations.
+func countBatch(ctx context.Context, statsClient *redis.Client, it *uncontendedItem, n int) error {
+	before, err := takeSnapshot(ctx, statsClient, it, true)
+	if err != nil {
+		return err
+	}
+	for range n {
+		if err := it.op(ctx); err != nil {
+			return fmt.Errorf("%s: %w", it.name, err)
+		}
+	}
+	after, err := takeSnapshot(ctx, statsClient, it, false)
+	if err != nil {
+		return err
+	}
+	c := &it.cost
+	c.n += int64(n)
+	c.rt += after.rt - before.rt
+	cmds, scripts := after.server.Commands.Delta(before.server.Commands)
+	c.cmds += cmds
+	c.scripts += scripts
+	all, top := after.server.Commands.Usec(before.server.Commands, it.nested)
+	c.usecAll += all
+	c.usecTop += top
+	c.serverCPU += after.server.MainThreadCPU - before.server.MainThreadCPU
+	c.cpu += after.cpu - before.cpu
+	c.mallocs += after.mem.Mallocs - before.mem.Mallocs
+	c.bytes += after.mem.TotalAlloc - before.mem.TotalAlloc
+	return nil
+}
+
+// takeSnapshot reads the counters, ordered so that the probes themselves
+// stay out of the windows: before the batch INFO commandstats, then INFO cpu,
+// then the process's counters (ReadMemStats, the CPU time last); after it the
+// reverse. So the server's main-thread CPU window holds only the tail of one
+// short INFO cpu and the head of another, and the process's CPU and
+// allocation windows hold no probe.
+func takeSnapshot(ctx context.Context, statsClient *redis.Client, it *uncontendedItem, beforeBatch bool) (snapshot, error) {
+	var s snapshot
+	readLocal := func() {
 		if it.rt != nil {
-			it.rt0 += it.rt() - rt0
+			s.rt = it.rt()
 		}
-		after, err := redisserver.ReadCommandStats(ctx, statsClient)
-		if err != nil {
-			return nil, err
-		}
-		c, sc := after.Delta(before)
-		it.cmds += c
-		it.scripts += sc
-		it.n += int64(cycles)
+		runtime.ReadMemStats(&s.mem)
 	}
-	out := make([]*uncontendedStats, 0, len(items))
-	for _, it := range items {
-		u := &uncontendedStats{
-			Name: it.name, Client: it.client, IsPing: it.isPing, Lat: stats.NewDist(it.lat),
-			CmdPerOp: float64(it.cmds) / float64(it.n), ScriptsPerOp: float64(it.scripts) / float64(it.n),
-		}
-		if it.isPing {
-			u.RTPerOp = 1
+	readServer := func(section string) error {
+		st, err := redisserver.ReadStats(ctx, statsClient, section)
+		if section == "cpu" {
+			s.server.MainThreadCPU = st.MainThreadCPU
 		} else {
-			u.RTPerOp = float64(it.rt0) / float64(it.n)
+			s.server.Commands = st.Commands
 		}
-		out = append(out, u)
+		return err
 	}
-	return out, nil
+	sections := []string{"commandstats", "cpu"}
+	if !beforeBatch {
+		s.cpu = processCPU()
+		readLocal()
+		slices.Reverse(sections)
+	}
+	for _, sec := range sections {
+		if err := readServer(sec); err != nil {
+			return s, err
+		}
+	}
+	if beforeBatch {
+		readLocal()
+		s.cpu = processCPU()
+	}
+	return s, nil
+}
+
+// processCPU returns the user plus system CPU time of this process
+// (getrusage RUSAGE_SELF).
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		panic("getrusage: " + err.Error())
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// summary turns the item's samples and counts into its row.
+func (it *uncontendedItem) summary() *uncontendedStats {
+	c := it.cost
+	per := func(v float64) float64 { return v / float64(c.n) }
+	u := &uncontendedStats{
+		Name: it.name, Client: it.client, IsPing: it.isPing, Lat: stats.NewDist(it.lat),
+		RTPerOp:      per(float64(c.rt)),
+		CmdPerOp:     per(float64(c.cmds)),
+		ScriptsPerOp: per(float64(c.scripts)),
+		ServerUs:     per(c.usecTop),
+		ServerUsAll:  per(c.usecAll),
+		ServerCPUUs:  per(float64(c.serverCPU) / 1e3),
+		ClientCPUUs:  per(float64(c.cpu) / 1e3),
+		Allocs:       per(float64(c.mallocs)),
+		Bytes:        per(float64(c.bytes)),
+	}
+	if it.isPing {
+		u.RTPerOp = 1
+	}
+	return u
 }

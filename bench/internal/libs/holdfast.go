@@ -27,9 +27,16 @@ func init() {
 	})
 }
 
+// Names of holdfast's Variants.
+const (
+	HoldfastTryLock   = "holdfast TryLock (free)"
+	HoldfastReentrant = "holdfast reentrant"
+)
+
 type holdfastInstance struct {
 	goRedisBase
-	c *rlock.Client
+	c    *rlock.Client
+	held []*rlock.Lease // taken by Variants, given back by Close
 }
 
 func (i *holdfastInstance) NewLocker(name string) Locker {
@@ -43,7 +50,40 @@ func (i *holdfastInstance) NewLocker(name string) Locker {
 	})
 }
 
+// Variants returns HoldfastTryLock, Mutex.TryLock on a free lock (for a fresh
+// owner, as Lock in NewLocker) then Lease.Unlock, and HoldfastReentrant: an
+// owner (rlock.WithOwner) takes a lock here and keeps it until Close; each op
+// is one reentrant TryLock of that owner (one round trip, the hold count goes
+// to 2) then its Lease.Unlock (one round trip, back to 1). The reentrant op
+// runs with the owner's ctx (derived from ctx), not with the one it is given.
+func (i *holdfastInstance) Variants(ctx context.Context, prefix string) ([]Variant, error) {
+	free := i.c.NewMutex(prefix + "trylock")
+	reentrant := i.c.NewMutex(prefix + "reentrant")
+	owner := rlock.WithOwner(ctx)
+	held, err := reentrant.Lock(owner)
+	if err != nil {
+		return nil, err
+	}
+	i.held = append(i.held, held)
+	return []Variant{
+		{Name: HoldfastTryLock, Op: func(ctx context.Context) error { return tryCycle(ctx, free) }},
+		{Name: HoldfastReentrant, Op: func(context.Context) error { return tryCycle(owner, reentrant) }},
+	}, nil
+}
+
+// tryCycle acquires m with one TryLock and gives the lease back.
+func tryCycle(ctx context.Context, m *rlock.Mutex) error {
+	l, err := m.TryLock(ctx)
+	if err != nil {
+		return err
+	}
+	return l.Unlock(ctx)
+}
+
 func (i *holdfastInstance) Close() error {
+	for _, l := range i.held {
+		_ = l.Unlock(context.Background())
+	}
 	err := i.c.Close()
 	if cerr := i.goRedisBase.Close(); err == nil {
 		err = cerr

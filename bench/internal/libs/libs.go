@@ -31,6 +31,23 @@ type Instance interface {
 	Close() error
 }
 
+// Variant is one more way of using a library, measured like its uncontended
+// Lock+Unlock cycle (interleaved with it, in a row of its own).
+type Variant struct {
+	// Name is the row's name.
+	Name string
+	// Op runs one operation.
+	Op func(ctx context.Context) error
+}
+
+// VariantInstance is an Instance that offers Variants.
+type VariantInstance interface {
+	Instance
+	// Variants prepares the variants on lock names beginning with prefix.
+	// Whatever they hold until the end is released by Close.
+	Variants(ctx context.Context, prefix string) ([]Variant, error)
+}
+
 // Client kinds, for choosing the PING yardstick.
 const (
 	GoRedis = "go-redis"

@@ -106,54 +106,127 @@ func infoField(info, name string) string {
 	return ""
 }
 
+// CommandStat is one command's cumulative counters in INFO commandstats.
+type CommandStat struct {
+	Calls int64 // calls=
+	Usec  int64 // usec=: time spent executing the command, in µs
+}
+
 // CommandStats maps a command name (as in INFO commandstats, e.g. "evalsha",
-// "client|tracking") to its cumulative calls count.
-type CommandStats map[string]int64
+// "client|tracking") to its cumulative counters.
+type CommandStats map[string]CommandStat
+
+// Stats is one snapshot of INFO commandstats and cpu.
+type Stats struct {
+	Commands CommandStats
+	// MainThreadCPU is used_cpu_user_main_thread + used_cpu_sys_main_thread:
+	// the CPU time of the thread that reads, runs and answers commands.
+	MainThreadCPU time.Duration
+}
 
 // ReadCommandStats runs INFO commandstats. Redis counts commands that scripts
 // run with redis.call in these statistics too.
 func ReadCommandStats(ctx context.Context, rdb *redis.Client) (CommandStats, error) {
-	info, err := rdb.Info(ctx, "commandstats").Result()
+	st, err := ReadStats(ctx, rdb, "commandstats")
+	return st.Commands, err
+}
+
+// ReadStats runs INFO on the given sections (commandstats, cpu) in one call.
+func ReadStats(ctx context.Context, rdb *redis.Client, sections ...string) (Stats, error) {
+	info, err := rdb.Info(ctx, sections...).Result()
 	if err != nil {
-		return nil, err
+		return Stats{}, err
 	}
-	cs := CommandStats{}
+	st := Stats{Commands: CommandStats{}}
 	sc := bufio.NewScanner(strings.NewReader(info))
 	for sc.Scan() {
-		line, ok := strings.CutPrefix(sc.Text(), "cmdstat_")
-		if !ok {
-			continue
-		}
-		name, rest, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		for kv := range strings.SplitSeq(rest, ",") {
-			if v, ok := strings.CutPrefix(kv, "calls="); ok {
-				n, err := strconv.ParseInt(v, 10, 64)
-				if err != nil {
-					return nil, fmt.Errorf("parse %q: %w", line, err)
-				}
-				cs[name] = n
+		line := sc.Text()
+		if cmd, ok := strings.CutPrefix(line, "cmdstat_"); ok {
+			if err := st.Commands.parse(cmd); err != nil {
+				return Stats{}, err
 			}
+			continue
+		}
+		name, v, _ := strings.Cut(line, ":")
+		if name == "used_cpu_user_main_thread" || name == "used_cpu_sys_main_thread" {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return Stats{}, fmt.Errorf("parse %q: %w", line, err)
+			}
+			st.MainThreadCPU += time.Duration(f * 1e9)
 		}
 	}
-	return cs, sc.Err()
+	return st, sc.Err()
+}
+
+// parse adds one "name:calls=…,usec=…,…" line (without "cmdstat_").
+func (s CommandStats) parse(line string) error {
+	name, rest, ok := strings.Cut(line, ":")
+	if !ok {
+		return nil
+	}
+	var c CommandStat
+	for kv := range strings.SplitSeq(rest, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		var dst *int64
+		switch k {
+		case "calls":
+			dst = &c.Calls
+		case "usec":
+			dst = &c.Usec
+		default:
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("parse %q: %w", line, err)
+		}
+		*dst = n
+	}
+	s[name] = c
+	return nil
+}
+
+// IsScript reports whether the command runs a script or function.
+func IsScript(name string) bool {
+	switch name {
+	case "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro":
+		return true
+	}
+	return false
 }
 
 // Delta summarises the commands run between an earlier snapshot and s,
 // leaving out INFO (the benchmark's own probe).
 func (s CommandStats) Delta(earlier CommandStats) (total, scripts int64) {
-	for name, n := range s {
-		d := n - earlier[name]
-		switch {
-		case name == "info":
+	for name, c := range s {
+		if name == "info" {
 			continue
-		case name == "eval" || name == "evalsha" || name == "eval_ro" || name == "evalsha_ro" ||
-			name == "fcall" || name == "fcall_ro":
+		}
+		d := c.Calls - earlier[name].Calls
+		if IsScript(name) {
 			scripts += d
 		}
 		total += d
 	}
 	return total, scripts
+}
+
+// Usec returns the µs spent executing commands between an earlier snapshot
+// and s, leaving out INFO: all is the sum of usec over every command; top
+// weighs each command's usec by 1 − nested[name], nested being the share of
+// its calls that scripts make (its name in lower case, before any "|"). A
+// script's usec includes the commands it runs, which Redis also counts under
+// their own names, so all counts those twice and top once.
+func (s CommandStats) Usec(earlier CommandStats, nested map[string]float64) (all, top float64) {
+	for name, c := range s {
+		if name == "info" {
+			continue
+		}
+		d := float64(c.Usec - earlier[name].Usec)
+		base, _, _ := strings.Cut(name, "|")
+		all += d
+		top += d * (1 - nested[base])
+	}
+	return all, top
 }
