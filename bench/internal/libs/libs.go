@@ -5,7 +5,6 @@ package libs
 import (
 	"context"
 	"runtime/debug"
-	"strings"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -114,7 +113,7 @@ func ModuleVersion(path string) string {
 	for _, m := range bi.Deps {
 		if m.Path == path {
 			if m.Replace != nil {
-				return "(local " + strings.TrimPrefix(m.Replace.Path, "../") + ")"
+				return "local checkout " + m.Replace.Path
 			}
 			return m.Version
 		}
