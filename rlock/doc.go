@@ -39,6 +39,7 @@
 // # Errors
 //
 // Errors are values wrapping the sentinels of this package (ErrNotAcquired,
-// ErrNotHeld, ErrLockLost, ErrWrongType, ErrClosed, ErrInvalidArgument); test them
-// with errors.Is. Redis errors are wrapped as they come.
+// ErrNotHeld, ErrLockLost, ErrWrongType, ErrConflict, ErrClosed,
+// ErrInvalidArgument); test them with errors.Is. Redis errors are wrapped as
+// they come.
 package rlock
