@@ -742,14 +742,20 @@ func (p *bwProxied) unlockLosingReply(t *testing.T, who string, l *rlock.Lease) 
 	return hit, err
 }
 
+// bwProxiedMutex returns a fresh proxied client, a unique lock name (deleted at
+// the end) whose scripts are already loaded, and a Mutex on it.
+func bwProxiedMutex(t *testing.T) (*bwProxied, string, *rlock.Mutex) {
+	p := bwNewProxied(t)
+	name := redistest.Name(t)
+	bwDelAtEnd(t, p.direct, name)
+	p.warm(t, name)
+	return p, name, p.c.NewMutex(name)
+}
+
 // 6. Retried Unlock after a lost reply, for each outcome of a release.
 func TestBoundedUnlockRetryAfterLostReply(t *testing.T) {
 	t.Run("Partial", func(t *testing.T) {
-		p := bwNewProxied(t)
-		name := redistest.Name(t)
-		bwDelAtEnd(t, p.direct, name)
-		p.warm(t, name)
-		m := p.c.NewMutex(name)
+		p, name, m := bwProxiedMutex(t)
 		ctx := bwCtx(t, bwOwner(), bwCallTimeout)
 		l1, err := m.TryLock(ctx)
 		require.NoError(t, err)
@@ -771,11 +777,7 @@ func TestBoundedUnlockRetryAfterLostReply(t *testing.T) {
 	})
 
 	t.Run("Released", func(t *testing.T) {
-		p := bwNewProxied(t)
-		name := redistest.Name(t)
-		bwDelAtEnd(t, p.direct, name)
-		p.warm(t, name)
-		m := p.c.NewMutex(name)
+		p, name, m := bwProxiedMutex(t)
 		ctx := bwCtx(t, bwOwner(), bwCallTimeout)
 		l, err := m.TryLock(ctx)
 		require.NoError(t, err)
@@ -806,11 +808,7 @@ func TestBoundedUnlockRetryAfterLostReply(t *testing.T) {
 // when the dropped chunk was not the release's reply (A's Unlock succeeded): the
 // caller tries again, on a fresh proxy and client.
 func bwHandOffRound(t *testing.T) bool {
-	p := bwNewProxied(t)
-	name := redistest.Name(t)
-	bwDelAtEnd(t, p.direct, name)
-	p.warm(t, name)
-	m := p.c.NewMutex(name)
+	p, name, m := bwProxiedMutex(t)
 	ownerB := bwOwner()
 	lA, err := m.TryLock(bwCtx(t, bwOwner(), bwCallTimeout))
 	require.NoError(t, err)
