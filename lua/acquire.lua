@@ -8,7 +8,8 @@
 -- Returns
 --   "OK"     acquired: the owner's count is now c+1 (also when it already was c+1:
 --            a retried execution of this same call, or a hand-off to this owner).
---            Redisson answers nil; a status reply spares go-redis its error path.
+--            Redisson answers nil; a status reply spares go-redis its error path
+--            (which allocates a dozen times per nil reply).
 --   integer  not acquired: PTTL of N in ms (-1: the holder set no expiry)
 --   {n}      the owner's count in Redis is n, not c: nothing changed
 --            (n == 0 means the owner's earlier holds were lost)
@@ -17,6 +18,7 @@
 -- second execution of the same request, after go-redis retried a call whose reply
 -- was lost, a no-op instead of a second hold. The first write to N is HSET or
 -- HINCRBY, which fail with WRONGTYPE on a non-hash value before anything changed.
+-- A free lock costs three calls (PTTL, HSET, PEXPIRE), as in Redisson.
 local ttl = redis.call('pttl', KEYS[1])
 local c = tonumber(ARGV[3])
 if ttl == -2 then

@@ -20,7 +20,10 @@ func ChannelName(name string) string { return prefixed(channelPrefix, name) }
 // LatchName returns the unlock latch key of one release request:
 // "redisson_unlock_latch:{name}:<requestID>".
 func LatchName(name, requestID string) string {
-	return prefixed(latchPrefix, name) + ":" + requestID
+	if strings.Contains(name, "{") {
+		return latchPrefix + ":" + name + ":" + requestID
+	}
+	return latchPrefix + ":{" + name + "}:" + requestID
 }
 
 // prefixed is Redisson's prefixName: prefix + ":{" + name + "}", or

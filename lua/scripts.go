@@ -15,6 +15,8 @@ var (
 	acquireSrc string
 	//go:embed release.lua
 	releaseSrc string
+	//go:embed release_partial.lua
+	releasePartialSrc string
 	//go:embed force_release.lua
 	forceReleaseSrc string
 	//go:embed renew.lua
@@ -22,12 +24,45 @@ var (
 	//go:embed inspect.lua
 	inspectSrc string
 
-	acquireScript      = redis.NewScript(acquireSrc)
-	releaseScript      = redis.NewScript(releaseSrc)
-	forceReleaseScript = redis.NewScript(forceReleaseSrc)
-	renewScript        = redis.NewScript(renewSrc)
-	inspectScript      = redis.NewScript(inspectSrc)
+	acquireScript        = newScript(acquireSrc)
+	releaseScript        = newScript(releaseSrc)
+	releasePartialScript = newScript(releasePartialSrc)
+	forceReleaseScript   = redis.NewScript(forceReleaseSrc)
+	renewScript          = redis.NewScript(renewSrc)
+	inspectScript        = redis.NewScript(inspectSrc)
 )
+
+// Processor sends a command: a go-redis client of any kind, or a pipeline.
+type Processor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
+// script is a script of the lock's hot path. Unlike redis.Script.Run, run sends
+// the caller's argument slice as it is: one allocation for the arguments, one for
+// the command.
+type script struct {
+	sha, src any // boxed once: EVALSHA's and EVAL's second argument
+}
+
+func newScript(src string) script {
+	return script{sha: redis.NewScript(src).Hash(), src: src}
+}
+
+// run sends args, which must begin with two placeholders and the number of keys,
+// as EVALSHA, and as EVAL when the server has not cached the script.
+func (s script) run(ctx context.Context, rdb Processor, args []any) (any, error) {
+	args[0], args[1] = "evalsha", s.sha
+	cmd := redis.NewCmd(ctx, args...)
+	cmd.SetFirstKeyPos(3)
+	_ = rdb.Process(ctx, cmd)
+	if IsNoScript(cmd.Err()) {
+		args[0], args[1] = "eval", s.src
+		cmd = redis.NewCmd(ctx, args...)
+		cmd.SetFirstKeyPos(3)
+		_ = rdb.Process(ctx, cmd)
+	}
+	return cmd.Result()
+}
 
 // Publish commands accepted by the scripts that announce a release.
 const (
@@ -37,10 +72,10 @@ const (
 
 // AcquireArgs are the arguments of Acquire.
 type AcquireArgs struct {
-	Key      string        // the lock's name
-	Field    string        // the owner, "<client uuid>:<owner id>"
-	Lease    time.Duration // time to live given to the lock on success
-	Expected int64         // the owner's hold count as the caller knows it
+	Lock     *Lock  // the lock
+	Field    Text   // the owner, "<client uuid>:<owner id>"
+	Lease    Millis // time to live given to the lock on success
+	Expected int64  // the owner's hold count as the caller knows it
 }
 
 // AcquireReply is what Acquire found.
@@ -60,8 +95,8 @@ type AcquireReply struct {
 // execution of the same call, as go-redis makes after a lost reply, acquires nothing
 // more. A value at Key that is not a hash fails with a WRONGTYPE error and stays as it
 // was.
-func Acquire(ctx context.Context, c redis.Scripter, a AcquireArgs) (AcquireReply, error) {
-	v, err := acquireScript.Run(ctx, c, []string{a.Key}, millis(a.Lease), a.Field, a.Expected).Result()
+func Acquire(ctx context.Context, rdb Processor, a AcquireArgs) (AcquireReply, error) {
+	v, err := acquireScript.run(ctx, rdb, []any{nil, nil, 1, a.Lock.key, a.Lease.arg(), a.Field.arg(), a.Expected})
 	if err != nil {
 		return AcquireReply{}, err
 	}
@@ -82,22 +117,22 @@ func Acquire(ctx context.Context, c redis.Scripter, a AcquireArgs) (AcquireReply
 
 // ReleaseArgs are the arguments of Release.
 type ReleaseArgs struct {
-	Key       string        // the lock's name
-	Field     string        // the releasing owner
-	RequestID string        // unique per release call, the same for its retries
-	Lease     time.Duration // re-applied to the lock on a partial release
-	Expected  int64         // the owner's hold count before this release (>= 1)
-	Levels    int64         // holds given back, 1 <= Levels <= Expected; 0 means 1
+	Lock     *Lock  // the lock
+	Field    Text   // the releasing owner
+	Latch    string // the request's unlock latch (Lock.NewLatch), the same for its retries
+	Lease    Millis // re-applied to the lock on a partial release
+	Expected int64  // the owner's hold count before this release (>= 1)
+	Levels   int64  // holds given back, 1 <= Levels <= Expected; 0 means 1
 	// Successor, when not empty, is the owner that receives the lock, with count 1
 	// and SuccessorLease, if this release ends the owner's last hold. The lock then
 	// stays held and nothing is published.
-	Successor      string
-	SuccessorLease time.Duration
+	Successor      Text
+	SuccessorLease Millis
 	// OnlyIfAlone limits the hand-off to the case where no other client
 	// listens on the lock's channel, so that other processes get their turn.
 	OnlyIfAlone bool
-	LatchTTL    time.Duration // how long a retried call can still arrive
-	Publish     string        // Publish or ShardedPublish; "" means Publish
+	LatchTTL    Millis // how long a retried call can still arrive
+	Publish     string // Publish or ShardedPublish; "" means Publish
 }
 
 // ReleaseOutcome says what Release did.
@@ -118,16 +153,19 @@ type ReleaseReply struct {
 	Count   int64 // the owner's count in Redis when Outcome is Resync
 }
 
-// Release gives back Levels holds of an owner (release.lua): a partial release
-// re-applies Lease; a release of all the owner's holds (Levels == Expected)
-// deletes the owner's field, whatever count Redis had, and publishes UnlockMessage
-// on the lock's channel, or hands the lock to Successor. A retried execution of the
-// same request answers as the first did.
-func Release(ctx context.Context, c redis.Scripter, a ReleaseArgs) (ReleaseReply, error) {
-	keys := []string{a.Key, ChannelName(a.Key), LatchName(a.Key, a.RequestID)}
-	v, err := releaseScript.Run(ctx, c, keys,
-		UnlockMessage, millis(a.Lease), a.Field, publish(a.Publish), millis(a.LatchTTL),
-		a.Expected, a.Successor, millis(a.SuccessorLease), max(a.Levels, 1), flag(a.OnlyIfAlone)).Result()
+// Release gives back Levels holds of an owner. A partial release
+// (release_partial.lua) re-applies Lease; a release of all the owner's holds
+// (Levels == Expected, release.lua) deletes the owner's field, whatever count
+// Redis had, and publishes UnlockMessage on the lock's channel, or hands the lock
+// to Successor. A retried execution of the same request answers as the first did.
+func Release(ctx context.Context, rdb Processor, a ReleaseArgs) (ReleaseReply, error) {
+	var v any
+	var err error
+	if levels := max(a.Levels, 1); levels < a.Expected {
+		v, err = releasePartialScript.run(ctx, rdb, []any{nil, nil, 1, a.Lock.key, a.Field.arg(), a.Lease.arg(), a.Expected, levels})
+	} else {
+		v, err = releaseScript.run(ctx, rdb, releaseArgs(a))
+	}
 	switch {
 	case errors.Is(err, redis.Nil):
 		return ReleaseReply{Outcome: NotHeld}, nil
@@ -150,6 +188,20 @@ func Release(ctx context.Context, c redis.Scripter, a ReleaseArgs) (ReleaseReply
 		}
 	}
 	return ReleaseReply{}, fmt.Errorf("lua: unexpected release reply %#v", v)
+}
+
+// releaseArgs returns release.lua's arguments, without the successor's when
+// there is none.
+func releaseArgs(a ReleaseArgs) []any {
+	pub := any(Publish)
+	if a.Publish == ShardedPublish {
+		pub = ShardedPublish
+	}
+	if a.Successor.String() == "" {
+		return []any{nil, nil, 3, a.Lock.key, a.Lock.ch, a.Latch, a.Field.arg(), a.LatchTTL.arg(), pub}
+	}
+	return []any{nil, nil, 3, a.Lock.key, a.Lock.ch, a.Latch, a.Field.arg(), a.LatchTTL.arg(), pub,
+		a.Successor.arg(), a.SuccessorLease.arg(), flag(a.OnlyIfAlone)}
 }
 
 // ForceRelease deletes the lock whoever holds it and publishes UnlockMessage when
@@ -222,13 +274,13 @@ func renewArgs(fields []string, lease time.Duration) []any {
 
 // IsNoScript reports whether err says the server does not have the script cached.
 func IsNoScript(err error) bool {
-	return errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT")
+	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
 }
 
 // IsWrongType reports whether err is Redis' WRONGTYPE error: the key holds a value
 // of another type than the script expects.
 func IsWrongType(err error) bool {
-	return redis.HasErrorPrefix(err, "WRONGTYPE")
+	return err != nil && redis.HasErrorPrefix(err, "WRONGTYPE")
 }
 
 // millis renders d as whole milliseconds, at least 1, as the scripts expect.
@@ -243,7 +295,7 @@ func ttl(pttl int64) time.Duration {
 	return time.Duration(pttl) * time.Millisecond
 }
 
-func flag(b bool) string {
+func flag(b bool) any {
 	if b {
 		return "1"
 	}
@@ -251,10 +303,10 @@ func flag(b bool) string {
 }
 
 func publish(cmd string) string {
-	if cmd == "" {
-		return Publish
+	if cmd == ShardedPublish {
+		return ShardedPublish
 	}
-	return cmd
+	return Publish
 }
 
 func firstInt(v []any) (int64, bool) {

@@ -13,7 +13,8 @@ import (
 // attempt makes one acquisition attempt of name for o: one round trip, two when
 // the owner's hold count had to be resynchronised. It returns the new lease, or
 // an error matching ErrNotAcquired and the holder's remaining lease (-1: none).
-func (c *Client) attempt(ctx context.Context, o *owner, name string, lo lockOptions) (*Lease, time.Duration, error) {
+func (c *Client) attempt(ctx context.Context, o *owner, lk *lua.Lock, lo lockOptions) (*Lease, time.Duration, error) {
+	name := lk.Name()
 	o.begin(name)
 	defer o.end(name)
 	c.mu.Lock()
@@ -26,7 +27,7 @@ func (c *Client) attempt(ctx context.Context, o *owner, name string, lo lockOpti
 		expected = h.count
 	}
 	c.mu.Unlock()
-	a := lua.AcquireArgs{Key: name, Field: c.field(o), Lease: c.leaseOf(lo)}
+	a := c.acquireArgs(lk, o, lo)
 	for try := 0; ; try++ {
 		if err := ctx.Err(); err != nil {
 			return nil, 0, notAcquired(ctx, name)
@@ -58,10 +59,10 @@ func (c *Client) acquired(o *owner, a lua.AcquireArgs, lo lockOptions, sent time
 	c.mu.Lock()
 	if c.ctx.Err() != nil {
 		c.mu.Unlock()
-		c.undoAcquire(a.Key, a.Field, a.Expected, a.Lease)
+		c.undoAcquire(a)
 		return nil, ErrClosed
 	}
-	l := c.grant(o, a.Key, a.Expected+1, lo, sent)
+	l := c.grant(o, a, lo, sent)
 	c.mu.Unlock()
 	return l, nil
 }
@@ -70,12 +71,12 @@ func (c *Client) acquired(o *owner, a lua.AcquireArgs, lo lockOptions, sent time
 // may have run and only its reply was lost, the acquisition is undone.
 func (c *Client) acquireFailed(a lua.AcquireArgs, err error) error {
 	if lua.IsWrongType(err) {
-		return fmt.Errorf("%w: %s", ErrWrongType, quote(a.Key))
+		return fmt.Errorf("%w: %s", ErrWrongType, quote(a.Lock.Name()))
 	}
 	if !isReply(err) {
-		c.undoAcquire(a.Key, a.Field, a.Expected, a.Lease)
+		c.undoAcquire(a)
 	}
-	return fmt.Errorf("rlock: lock %s: %w", quote(a.Key), err)
+	return fmt.Errorf("rlock: lock %s: %w", quote(a.Lock.Name()), err)
 }
 
 // adopt takes Redis' count of o's holds on name, which disagreed with the
@@ -95,16 +96,21 @@ func (c *Client) adopt(o *owner, name string, count int64) error {
 	return lost
 }
 
-// undoAcquire takes back an acquisition whose outcome is unknown or unwanted: it
-// releases one hold if and only if the owner's count is expected+1, so it is a
-// no-op when the acquisition did not happen. Failures are ignored: the hold then
-// expires with its lease.
-func (c *Client) undoAcquire(name, field string, expected int64, lease time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.latchTTL)
+// acquireArgs returns the first acquisition of lk by o with options lo.
+func (c *Client) acquireArgs(lk *lua.Lock, o *owner, lo lockOptions) lua.AcquireArgs {
+	return lua.AcquireArgs{Lock: lk, Field: c.field(o), Lease: c.leaseOf(lo)}
+}
+
+// undoAcquire takes back an acquisition a whose outcome is unknown or unwanted:
+// it releases one hold if and only if the owner's count is a.Expected+1, so it is
+// a no-op when the acquisition did not happen. Failures are ignored: the hold
+// then expires with its lease.
+func (c *Client) undoAcquire(a lua.AcquireArgs) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.latchTTL.Duration())
 	defer cancel()
 	_, _ = c.backend.release(ctx, lua.ReleaseArgs{
-		Key: name, Field: field, RequestID: newRequestID(), Lease: lease,
-		Expected: expected + 1, Levels: 1, LatchTTL: c.latchTTL, Publish: c.publish,
+		Lock: a.Lock, Field: a.Field, Latch: a.Lock.NewLatch(), Lease: a.Lease,
+		Expected: a.Expected + 1, Levels: 1, LatchTTL: c.latchTTL, Publish: c.publish,
 	})
 }
 

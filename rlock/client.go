@@ -26,8 +26,9 @@ type Client struct {
 	hub      *pubsub.Hub
 	wd       *watchdog.Watchdog
 	backend  backend
-	publish  string        // PUBLISH or SPUBLISH, passed to the scripts
-	latchTTL time.Duration // life of an unlock latch: go-redis' retry window
+	publish  string     // PUBLISH or SPUBLISH, passed to the scripts
+	latchTTL lua.Millis // life of an unlock latch: go-redis' retry window
+	watched  lua.Millis // the lease of a watchdog hold: opts.watchdogTimeout
 
 	ctx    context.Context // cancelled, with cause ErrClosed, by Close
 	cancel context.CancelCauseFunc
@@ -65,7 +66,8 @@ func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 		opts:     o,
 		hub:      pubsub.New(rdb, pubsub.Options{}),
 		publish:  lua.Publish,
-		latchTTL: retryWindow(rdb),
+		latchTTL: lua.NewMillis(retryWindow(rdb)),
+		watched:  lua.NewMillis(o.watchdogTimeout),
 		ctx:      ctx,
 		cancel:   cancel,
 		locks:    make(map[string]*lockEntry),
@@ -113,7 +115,7 @@ func (c *Client) ID() string { return c.id }
 // for concurrent use: create one where convenient. Any string is a valid name but
 // the empty one; a name with a {hash tag} keeps it in Redis Cluster.
 func (c *Client) NewMutex(name string) *Mutex {
-	return &Mutex{c: c, name: name}
+	return &Mutex{c: c, name: name, lk: lua.NewLock(name)}
 }
 
 // Close stops the client's renewal loop and subscriber and waits for their
@@ -143,8 +145,9 @@ func (c *Client) Close() error {
 	return err
 }
 
-// field returns the Redis hash field of an owner of this client.
-func (c *Client) field(o *owner) string { return c.id + ":" + o.id }
+// field returns the Redis hash field of an owner of this client,
+// "<client id>:<owner id>".
+func (c *Client) field(o *owner) lua.Text { return o.field(c.id) }
 
 // retryWindow returns how long after a call go-redis may still send it again:
 // every retry may wait for a full read timeout plus the largest back-off. Unlock

@@ -124,13 +124,13 @@ func (f *fakeLock) acquireLocked(a lua.AcquireArgs) lua.AcquireReply {
 		if a.Expected > 0 {
 			return lua.AcquireReply{Resync: true, Count: 0}
 		}
-		f.holder, f.count, f.expiry = a.Field, 1, now.Add(a.Lease)
+		f.holder, f.count, f.expiry = a.Field.String(), 1, now.Add(a.Lease.Duration())
 		return lua.AcquireReply{Acquired: true}
 	}
-	n := f.countOf(a.Field, now)
+	n := f.countOf(a.Field.String(), now)
 	switch {
 	case n == a.Expected+1: // a hand-off to this owner, or a retry
-		f.expiry = now.Add(a.Lease)
+		f.expiry = now.Add(a.Lease.Duration())
 		return lua.AcquireReply{Acquired: true}
 	case n != a.Expected:
 		return lua.AcquireReply{Resync: true, Count: n}
@@ -144,7 +144,7 @@ func (f *fakeLock) acquireLocked(a lua.AcquireArgs) lua.AcquireReply {
 		return lua.AcquireReply{TTL: f.expiry.Sub(now).Truncate(time.Millisecond)}
 	}
 	f.count++
-	f.expiry = now.Add(a.Lease)
+	f.expiry = now.Add(a.Lease.Duration())
 	return lua.AcquireReply{Acquired: true}
 }
 
@@ -178,12 +178,12 @@ func (f *fakeLock) release(ctx context.Context, a lua.ReleaseArgs) (lua.ReleaseR
 func (f *fakeLock) releaseLocked(a lua.ReleaseArgs) lua.ReleaseReply {
 	now := time.Now()
 	k, c := max(a.Levels, 1), a.Expected
-	n := f.countOf(a.Field, now)
+	n := f.countOf(a.Field.String(), now)
 	if k < c {
 		switch {
 		case n == c:
 			f.count -= k
-			f.expiry = now.Add(a.Lease)
+			f.expiry = now.Add(a.Lease.Duration())
 			return lua.ReleaseReply{Outcome: lua.Partial}
 		case n > 0 && n == c-k:
 			return lua.ReleaseReply{Outcome: lua.Partial}
@@ -193,19 +193,19 @@ func (f *fakeLock) releaseLocked(a lua.ReleaseArgs) lua.ReleaseReply {
 		return lua.ReleaseReply{Outcome: lua.Resync, Count: n}
 	}
 	if n == 0 { // HDEL found no field: the latch answers a retry as the first call
-		if o, ok := f.latches[a.RequestID]; ok {
+		if o, ok := f.latches[a.Latch]; ok {
 			return lua.ReleaseReply{Outcome: o}
 		}
 		return lua.ReleaseReply{Outcome: lua.NotHeld}
 	}
 	f.holder, f.count, f.expiry = "", 0, time.Time{} // the only field: the key is gone
-	if a.Successor != "" && (!a.OnlyIfAlone || len(f.subs) <= 1) {
-		f.holder, f.count, f.expiry = a.Successor, 1, now.Add(a.SuccessorLease)
-		f.latches[a.RequestID] = lua.HandedOff
+	if a.Successor.String() != "" && (!a.OnlyIfAlone || len(f.subs) <= 1) {
+		f.holder, f.count, f.expiry = a.Successor.String(), 1, now.Add(a.SuccessorLease.Duration())
+		f.latches[a.Latch] = lua.HandedOff
 		return lua.ReleaseReply{Outcome: lua.HandedOff}
 	}
 	f.publishLocked()
-	f.latches[a.RequestID] = lua.Released
+	f.latches[a.Latch] = lua.Released
 	return lua.ReleaseReply{Outcome: lua.Released}
 }
 

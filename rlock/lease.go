@@ -13,13 +13,13 @@ type Lease struct {
 	c     *Client
 	h     *hold
 	lease time.Duration // fixed lease; 0 for a watchdog lease
-	done  chan struct{}
-	err   error // guarded by c.mu; set before done is closed
+	done  chan struct{} // made by the first Done call; guarded by c.mu
+	err   error         // guarded by c.mu; set when the lease ends
 
-	// releaseID is the request id of an unlock whose outcome is unknown (its call
-	// failed), reused when Unlock is called again so that the latch recognises it.
-	// Guarded by the owner's call on the lock (owner.begin).
-	releaseID string
+	// latch is the unlock latch of an unlock whose outcome is unknown (its call
+	// failed), reused when Unlock is called again so that it recognises what the
+	// first call did. Guarded by the owner's call on the lock (owner.begin).
+	latch string
 }
 
 // Name returns the name of the lock.
@@ -28,7 +28,19 @@ func (l *Lease) Name() string { return l.h.e.name }
 // Done returns a channel that is closed when the lease ends: after Unlock, when
 // the hold is lost (its lease ran out, a renewal found the lock gone, or no
 // renewal was confirmed in time), or when the Client is closed.
-func (l *Lease) Done() <-chan struct{} { return l.done }
+func (l *Lease) Done() <-chan struct{} {
+	l.c.mu.Lock()
+	defer l.c.mu.Unlock()
+	if l.done == nil {
+		// Made on demand: most callers never ask, and a channel per lease would
+		// cost an allocation on the hot path.
+		l.done = make(chan struct{})
+		if l.err != nil {
+			close(l.done)
+		}
+	}
+	return l.done
+}
 
 // Err returns nil while the lease is held, and once Done is closed why it ended:
 // an error matching ErrUnlocked, ErrLockLost or ErrClosed.
@@ -59,5 +71,7 @@ func (l *Lease) end(err error) {
 		return
 	}
 	l.err = err
-	close(l.done)
+	if l.done != nil {
+		close(l.done)
+	}
 }

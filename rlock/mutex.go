@@ -36,6 +36,7 @@ const (
 type Mutex struct {
 	c    *Client
 	name string
+	lk   *lua.Lock // the name's keys and channel, encoded once for the scripts
 }
 
 // Name returns the lock's name.
@@ -61,7 +62,7 @@ func (m *Mutex) TryLock(ctx context.Context, opts ...LockOption) (*Lease, error)
 	if lo.waitTime > 0 {
 		deadline = time.Now().Add(lo.waitTime)
 	}
-	return m.c.lock(ctx, m.name, ownerFrom(ctx), lo, lo.waitTime > 0, deadline)
+	return m.c.lock(ctx, m.lk, ownerFrom(ctx), lo, lo.waitTime > 0, deadline)
 }
 
 // Lock acquires the lock, waiting until it is free or ctx is done (Redisson's
@@ -85,7 +86,7 @@ func (m *Mutex) Lock(ctx context.Context, opts ...LockOption) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	return m.c.lock(ctx, m.name, ownerFrom(ctx), lo, true, time.Time{})
+	return m.c.lock(ctx, m.lk, ownerFrom(ctx), lo, true, time.Time{})
 }
 
 // Unlock gives back the most recent open lease of ctx's owner on this lock, for
@@ -156,7 +157,7 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	if o == nil {
 		return 0, m.check()
 	}
-	in, err := m.inspect(ctx, m.c.field(o))
+	in, err := m.inspect(ctx, m.c.field(o).String())
 	return int(in.Count), err
 }
 

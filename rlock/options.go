@@ -94,8 +94,12 @@ func WithWaitTime(d time.Duration) LockOption {
 
 func newLockOptions(opts []LockOption) (lockOptions, error) {
 	var o lockOptions
-	for _, f := range opts {
-		f(&o)
+	if len(opts) > 0 {
+		p := new(lockOptions) // only here: o stays on the stack without options
+		for _, f := range opts {
+			f(p)
+		}
+		o = *p
 	}
 	switch {
 	case o.leaseTime < 0:

@@ -6,13 +6,15 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+
+	"github.com/holdfast-go/holdfast/lua"
 )
 
 // owner is the Go counterpart of a Java thread: the identity that holds locks and
 // re-enters them. Its id is the decimal part of the Redis field
 // "<client uuid>:<owner id>".
 type owner struct {
-	id string
+	id int64 // random, positive
 
 	// The owner's script calls on one lock are serialized, so that the hold count
 	// a call sends as its expected value is never stale because of the owner's own
@@ -21,6 +23,11 @@ type owner struct {
 	idle    sync.Cond // L = &mu; broadcast when a call ends
 	busy    []string  // the locks with a call of this owner in flight
 	busyBuf [1]string // busy's first backing array: no allocation for one call
+
+	// The owner's field, "<client id>:<owner id>", for the client that used the
+	// owner last: built once, not on every call.
+	fieldClient string
+	fieldText   lua.Text
 }
 
 type ownerKey struct{}
@@ -44,10 +51,22 @@ func WithOwner(ctx context.Context) context.Context {
 }
 
 func newOwner() *owner {
-	o := &owner{id: strconv.FormatInt(rand.Int64(), 10)}
+	o := &owner{id: rand.Int64()}
 	o.idle.L = &o.mu
 	o.busy = o.busyBuf[:0]
 	return o
+}
+
+// field returns the owner's field in locks taken by the client clientID.
+func (o *owner) field(clientID string) lua.Text {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.fieldClient != clientID || o.fieldText.String() == "" {
+		var id [20]byte
+		o.fieldText = lua.NewText(clientID + ":" + string(strconv.AppendInt(id[:0], o.id, 10)))
+		o.fieldClient = clientID
+	}
+	return o.fieldText
 }
 
 // ownerFrom returns ctx's owner, or nil.

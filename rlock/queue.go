@@ -92,7 +92,7 @@ func (c *Client) leave(e *lockEntry, w *waiter, err error) (*Lease, error) {
 	c.mu.Unlock()
 	if unsure {
 		// A failed release may have handed w the lock: give back what w may hold.
-		c.undoAcquire(e.name, c.field(w.o), 0, c.leaseOf(w.lo))
+		c.undoAcquire(c.acquireArgs(e.lk, w.o, w.lo))
 	}
 	return nil, err
 }
@@ -126,7 +126,7 @@ func (c *Client) handedOff(e *lockEntry, succ *waiter, sent time.Time) (giveBack
 		c.forget(e)
 		return nil
 	}
-	l := c.grant(succ.o, e.name, 1, succ.lo, sent)
+	l := c.grant(succ.o, c.acquireArgs(e.lk, succ.o, succ.lo), succ.lo, sent)
 	e.pace.handedOff()
 	if !c.remove(e, succ) {
 		return l
@@ -160,7 +160,7 @@ func (c *Client) notHandedOff(e *lockEntry, succ *waiter, attemptAt time.Time, u
 // any further such hand-offs. Failures are ignored: the hold then expires with
 // its lease.
 func (c *Client) giveBack(ctx context.Context, l *Lease) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.latchTTL)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.latchTTL.Duration())
 	defer cancel()
 	for l != nil {
 		next, err := c.release(ctx, l)

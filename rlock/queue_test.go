@@ -57,7 +57,7 @@ func TestQueueFIFOHandOff(t *testing.T) {
 	done := make(chan error, n)
 	for i := range n {
 		wctx := WithOwner(ctx)
-		fields[i] = c.field(ownerFrom(wctx))
+		fields[i] = c.field(ownerFrom(wctx)).String()
 		go func() {
 			l, err := m.Lock(wctx)
 			if err != nil {
@@ -89,11 +89,11 @@ func TestQueueFIFOHandOff(t *testing.T) {
 	log := f.releaseLog()
 	require.Len(t, log, n+1)
 	for i, r := range log[:n] {
-		require.Equal(t, fields[i], r.args.Successor, "release %d names waiter %d", i, i)
+		require.Equal(t, fields[i], r.args.Successor.String(), "release %d names waiter %d", i, i)
 		require.Equal(t, i >= maxHandOffs, r.args.OnlyIfAlone, "release %d: after maxHandOffs, only if alone", i)
 		require.Equal(t, lua.HandedOff, r.reply.Outcome, "release %d: alone on the channel, so handed off", i)
 	}
-	require.Empty(t, log[n].args.Successor)
+	require.Empty(t, log[n].args.Successor.String())
 	requireSettled(t, f, c)
 	require.Zero(t, f.openSubs())
 }
@@ -119,11 +119,11 @@ func TestHandOffRacingCancellation(t *testing.T) {
 	w2 := lockAsync(w2ctx, m)
 	require.Eventually(t, func() bool { return queueLen(c, name) == 2 }, 2*time.Second, tick)
 
-	hField := c.field(ownerFrom(hctx))
-	w1Field, w2Field := c.field(ownerFrom(w1ctx)), c.field(ownerFrom(w2ctx))
+	hField := c.field(ownerFrom(hctx)).String()
+	w1Field, w2Field := c.field(ownerFrom(w1ctx)).String(), c.field(ownerFrom(w2ctx)).String()
 	g := newGate(t)
 	f.setHooks(fakeHooks{beforeRelease: func(_ context.Context, a lua.ReleaseArgs) error {
-		if a.Field == hField {
+		if a.Field.String() == hField {
 			g.pass()
 		}
 		return nil
@@ -156,11 +156,11 @@ func TestHandOffRacingCancellation(t *testing.T) {
 
 	log := f.releaseLog()
 	require.Len(t, log, 2)
-	require.Equal(t, hField, log[0].args.Field)
-	require.Equal(t, w1Field, log[0].args.Successor)
+	require.Equal(t, hField, log[0].args.Field.String())
+	require.Equal(t, w1Field, log[0].args.Successor.String())
 	require.Equal(t, lua.HandedOff, log[0].reply.Outcome, "the release handed the lock to the departed W1")
-	require.Equal(t, w1Field, log[1].args.Field, "the releaser gave W1's hold back")
-	require.Equal(t, w2Field, log[1].args.Successor)
+	require.Equal(t, w1Field, log[1].args.Field.String(), "the releaser gave W1's hold back")
+	require.Equal(t, w2Field, log[1].args.Successor.String())
 	require.Equal(t, lua.HandedOff, log[1].reply.Outcome, "which handed the lock on to W2")
 	holder, count := f.state()
 	require.Equal(t, w2Field, holder)
@@ -188,18 +188,18 @@ func TestGrantVersusCancellation(t *testing.T) {
 		w := lockAsync(wctx, m)
 		require.Eventually(t, func() bool { return headSleeping(c, name, time.Second) }, 2*time.Second, tick)
 
-		hField := c.field(ownerFrom(hctx))
+		hField := c.field(ownerFrom(hctx)).String()
 		switch i % 4 {
 		case 0: // the release has named W as successor, its script has not run
 			f.setHooks(fakeHooks{beforeRelease: func(_ context.Context, a lua.ReleaseArgs) error {
-				if a.Field == hField {
+				if a.Field.String() == hField {
 					cancelW()
 				}
 				return nil
 			}})
 		case 1: // the script handed W the lock, its reply is on the way
 			f.setHooks(fakeHooks{afterRelease: func(a lua.ReleaseArgs, _ lua.ReleaseReply) error {
-				if a.Field == hField {
+				if a.Field.String() == hField {
 					cancelW()
 				}
 				return nil
@@ -208,7 +208,7 @@ func TestGrantVersusCancellation(t *testing.T) {
 			go cancelW()
 		case 3: // W has left when the script runs
 			f.setHooks(fakeHooks{beforeRelease: func(_ context.Context, a lua.ReleaseArgs) error {
-				if a.Field == hField {
+				if a.Field.String() == hField {
 					cancelW()
 					require.Eventually(t, func() bool { return queueLen(c, name) == 0 }, 2*time.Second, tick)
 				}
@@ -335,7 +335,7 @@ func TestLostHoldWakesHead(t *testing.T) {
 	require.ErrorIs(t, hl.Err(), ErrLockLost)
 	require.ErrorIs(t, hl.Unlock(ctx), ErrNotHeld)
 	holder, _ := f.state()
-	require.Equal(t, c.field(ownerFrom(wctx)), holder)
+	require.Equal(t, c.field(ownerFrom(wctx)).String(), holder)
 	require.NoError(t, r.l.Unlock(wctx))
 	requireSettled(t, f, c)
 }
@@ -346,7 +346,7 @@ func TestLostHoldWakesHead(t *testing.T) {
 func loseFirstReply(field string, lost error) func(lua.ReleaseArgs, lua.ReleaseReply) error {
 	var once atomic.Bool
 	return func(a lua.ReleaseArgs, _ lua.ReleaseReply) error {
-		if a.Field == field && once.CompareAndSwap(false, true) {
+		if a.Field.String() == field && once.CompareAndSwap(false, true) {
 			return lost
 		}
 		return nil
@@ -378,7 +378,7 @@ func TestReleaseUnknownOutcomeAfterHandOff(t *testing.T) {
 	c := newFakeClient(t, f)
 	const name = "unknown"
 	hctx, hl, wctx, _, w := unknownSetup(t, f, c, name)
-	hField, wField := c.field(ownerFrom(hctx)), c.field(ownerFrom(wctx))
+	hField, wField := c.field(ownerFrom(hctx)).String(), c.field(ownerFrom(wctx)).String()
 	f.setHooks(fakeHooks{afterRelease: loseFirstReply(hField, errLostReply)})
 
 	err := hl.Unlock(hctx)
@@ -405,12 +405,12 @@ func TestReleaseUnknownOutcomeWaiterCancelledDuringAttempt(t *testing.T) {
 	c := newFakeClient(t, f)
 	const name = "unknown-attempt"
 	hctx, hl, wctx, cancelW, w := unknownSetup(t, f, c, name)
-	hField, wField := c.field(ownerFrom(hctx)), c.field(ownerFrom(wctx))
+	hField, wField := c.field(ownerFrom(hctx)).String(), c.field(ownerFrom(wctx)).String()
 	g := newGate(t)
 	f.setHooks(fakeHooks{
 		afterRelease: loseFirstReply(hField, errLostReply),
 		beforeAcquire: func(_ context.Context, a lua.AcquireArgs) error {
-			if a.Field == wField {
+			if a.Field.String() == wField {
 				g.pass()
 			}
 			return nil
@@ -441,7 +441,7 @@ func TestReleaseUnknownOutcomeWaiterCancelledAfterRelease(t *testing.T) {
 		c := newFakeClientOn(t, rdb, f)
 		const name = "unknown-cancel"
 		hctx, hl, wctx, cancelW, w := unknownSetup(t, f, c, name)
-		f.setHooks(fakeHooks{afterRelease: loseFirstReply(c.field(ownerFrom(hctx)), errLostReply)})
+		f.setHooks(fakeHooks{afterRelease: loseFirstReply(c.field(ownerFrom(hctx)).String(), errLostReply)})
 
 		require.ErrorIs(t, hl.Unlock(hctx), errLostReply)
 		cancelW()
@@ -454,7 +454,7 @@ func TestReleaseUnknownOutcomeWaiterCancelledAfterRelease(t *testing.T) {
 		require.NoError(t, hl.Unlock(hctx))
 		holder, count := f.state()
 		require.Empty(t, holder, "iteration %d: orphan hold (W's field: %v) count %d after W's Lock returned %v",
-			i, holder == c.field(ownerFrom(wctx)), count, r.err)
+			i, holder == c.field(ownerFrom(wctx)).String(), count, r.err)
 		requireSettled(t, f, c)
 		require.NoError(t, c.Close())
 	}
@@ -472,7 +472,7 @@ func TestUnsureClearedByAttemptThatNeverRan(t *testing.T) {
 	c := newFakeClient(t, f)
 	const name = "unsure"
 	hctx, hl, wctx, cancelW, w := unknownSetup(t, f, c, name)
-	hField, wField := c.field(ownerFrom(hctx)), c.field(ownerFrom(wctx))
+	hField, wField := c.field(ownerFrom(hctx)).String(), c.field(ownerFrom(wctx)).String()
 
 	// Another goroutine of W's owner tries the lock; its call is held in the
 	// fake, and then fails with an error reply, without effect.
@@ -480,7 +480,7 @@ func TestUnsureClearedByAttemptThatNeverRan(t *testing.T) {
 	f.setHooks(fakeHooks{
 		afterRelease: loseFirstReply(hField, errLostReply),
 		beforeAcquire: func(_ context.Context, a lua.AcquireArgs) error {
-			if a.Field == wField {
+			if a.Field.String() == wField {
 				g.pass()
 				return replyError("ERR busy (fake)")
 			}
@@ -524,11 +524,11 @@ func TestUnsureClearedByAttemptErrorReply(t *testing.T) {
 	c := newFakeClient(t, f)
 	const name = "unsure-reply"
 	hctx, hl, wctx, _, w := unknownSetup(t, f, c, name)
-	hField, wField := c.field(ownerFrom(hctx)), c.field(ownerFrom(wctx))
+	hField, wField := c.field(ownerFrom(hctx)).String(), c.field(ownerFrom(wctx)).String()
 	f.setHooks(fakeHooks{
 		afterRelease: loseFirstReply(hField, errLostReply),
 		beforeAcquire: func(_ context.Context, a lua.AcquireArgs) error {
-			if a.Field == wField {
+			if a.Field.String() == wField {
 				return replyError("READONLY You can't write against a read only replica. (fake)")
 			}
 			return nil
@@ -578,7 +578,7 @@ func TestHandOffStreakYieldsToOtherClients(t *testing.T) {
 	var done []<-chan error
 	for i := range n {
 		wctx := WithOwner(ctx)
-		fields[i] = a.field(ownerFrom(wctx))
+		fields[i] = a.field(ownerFrom(wctx)).String()
 		done = append(done, lockUnlockAsync(wctx, a.NewMutex(name)))
 		require.Eventually(t, func() bool { return queueLen(a, name) == i+1 }, 2*time.Second, tick)
 	}
@@ -595,13 +595,13 @@ func TestHandOffStreakYieldsToOtherClients(t *testing.T) {
 	log := f.releaseLog()
 	require.GreaterOrEqual(t, len(log), maxHandOffs+1)
 	for i, r := range log[:maxHandOffs] {
-		require.Equal(t, fields[i], r.args.Successor)
+		require.Equal(t, fields[i], r.args.Successor.String())
 		require.False(t, r.args.OnlyIfAlone)
 		require.Equal(t, lua.HandedOff, r.reply.Outcome, "release %d", i)
 	}
 	yield := log[maxHandOffs]
-	require.Equal(t, fields[maxHandOffs-1], yield.args.Field)
-	require.Equal(t, fields[maxHandOffs], yield.args.Successor)
+	require.Equal(t, fields[maxHandOffs-1], yield.args.Field.String())
+	require.Equal(t, fields[maxHandOffs], yield.args.Successor.String())
 	require.True(t, yield.args.OnlyIfAlone)
 	require.Equal(t, lua.Released, yield.reply.Outcome, "another client listens: the release is published")
 	require.Eventually(t, func() bool { return f.isFree() && tableLen(a) == 0 && tableLen(b) == 0 },
@@ -653,10 +653,10 @@ func TestCloseDuringHandOff(t *testing.T) {
 		require.NoError(t, err)
 		w := lockAsync(WithOwner(ctx), m)
 		require.Eventually(t, func() bool { return headSleeping(c, name, time.Second) }, 2*time.Second, tick)
-		hField := c.field(ownerFrom(hctx))
+		hField := c.field(ownerFrom(hctx)).String()
 		g := newGate(t)
 		f.setHooks(fakeHooks{beforeRelease: func(_ context.Context, a lua.ReleaseArgs) error {
-			if a.Field == hField {
+			if a.Field.String() == hField {
 				g.pass()
 			}
 			return nil

@@ -2,11 +2,8 @@ package rlock
 
 import (
 	"context"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -61,17 +58,17 @@ func (c *Client) prepareRelease(l *Lease) (lua.ReleaseArgs, *waiter, error) {
 		return lua.ReleaseArgs{}, nil, ErrClosed
 	}
 	a := lua.ReleaseArgs{
-		Key: h.e.name, Field: h.field, Expected: h.count, Levels: 1,
+		Lock: h.e.lk, Field: h.field, Expected: h.count, Levels: 1,
 		LatchTTL: c.latchTTL, Publish: c.publish,
 	}
 	if len(h.leases) == 1 {
 		a.Levels = h.count
 	}
-	retried := l.releaseID != ""
+	retried := l.latch != ""
 	if !retried {
-		l.releaseID = newRequestID()
+		l.latch = h.e.lk.NewLatch()
 	}
-	a.RequestID = l.releaseID
+	a.Latch = l.latch
 	if a.Levels < h.count {
 		a.Lease = c.remainingLease(h, l)
 		return a, nil, nil
@@ -117,7 +114,7 @@ func (c *Client) releaseFailed(l *Lease, succ *waiter, err error) error {
 	}
 	if undo != nil {
 		// The lock may have been handed to a waiter that has left since.
-		c.undoAcquire(name, c.field(undo.o), 0, c.leaseOf(undo.lo))
+		c.undoAcquire(c.acquireArgs(h.e.lk, undo.o, undo.lo))
 	}
 	return err
 }
@@ -135,7 +132,7 @@ func (c *Client) released(l *Lease, a lua.ReleaseArgs, succ *waiter, r lua.Relea
 		h.count -= a.Levels
 		h.leases = slices.DeleteFunc(h.leases, func(x *Lease) bool { return x == l })
 		l.end(ErrUnlocked)
-		h.wd.Update(sent.Add(a.Lease), h.renewed())
+		h.wd.Update(sent.Add(a.Lease.Duration()), h.renewed())
 		return nil, false, nil
 	case lua.Released:
 		c.endHold(h, ErrUnlocked)
@@ -167,27 +164,16 @@ func (c *Client) released(l *Lease, a lua.ReleaseArgs, succ *waiter, r lua.Relea
 // timeout while a watchdog lease stays open, else the lease of the latest
 // acquisition that stays open (Redisson re-applies the last lease used). c.mu
 // must be held.
-func (c *Client) remainingLease(h *hold, releasing *Lease) time.Duration {
+func (c *Client) remainingLease(h *hold, releasing *Lease) lua.Millis {
 	var last time.Duration
 	for _, l := range h.leases {
 		if l == releasing {
 			continue
 		}
 		if l.lease == 0 {
-			return c.opts.watchdogTimeout
+			return c.watched
 		}
 		last = l.lease
 	}
-	if last == 0 {
-		return c.opts.watchdogTimeout
-	}
-	return last
-}
-
-// newRequestID returns 16 random bytes as 32 hex digits, Redisson's request id.
-func newRequestID() string {
-	var b [16]byte
-	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
-	binary.LittleEndian.PutUint64(b[8:], rand.Uint64())
-	return hex.EncodeToString(b[:])
+	return c.leaseOf(lockOptions{leaseTime: last})
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/holdfast-go/holdfast/lua"
 	"github.com/holdfast-go/holdfast/watchdog"
 )
 
@@ -15,7 +16,8 @@ import (
 // waited for (Client.locks); every field is guarded by Client.mu.
 type lockEntry struct {
 	name     string
-	holds    []*hold // this client's owners holding the lock: one, or none
+	lk       *lua.Lock // name's keys and channel, as the scripts take them
+	holds    []*hold   // this client's owners holding the lock: one, or none
 	holdsBuf [1]*hold
 	pace     pacing
 
@@ -44,12 +46,13 @@ type lockEntry struct {
 
 // hold is what this client knows of one owner's holds on one lock.
 type hold struct {
-	e      *lockEntry
-	owner  *owner
-	field  string
-	count  int64    // the owner's hold count in Redis
-	leases []*Lease // open leases, oldest first
-	wd     *watchdog.Hold
+	e         *lockEntry
+	owner     *owner
+	field     lua.Text
+	count     int64    // the owner's hold count in Redis
+	leases    []*Lease // open leases, oldest first
+	leasesBuf [1]*Lease
+	wd        *watchdog.Hold
 
 	// releasing is set while the owner's last hold is being released; a loss
 	// reported meanwhile is kept in lostWhileReleasing and applied if the
@@ -58,13 +61,13 @@ type hold struct {
 	lostWhileReleasing error
 }
 
-// entry returns the lockEntry of name, creating it. c.mu must be held.
-func (c *Client) entry(name string) *lockEntry {
-	e := c.locks[name]
+// entry returns the lockEntry of lk, creating it. c.mu must be held.
+func (c *Client) entry(lk *lua.Lock) *lockEntry {
+	e := c.locks[lk.Name()]
 	if e == nil {
-		e = &lockEntry{name: name}
+		e = &lockEntry{name: lk.Name(), lk: lk}
 		e.holds = e.holdsBuf[:0]
-		c.locks[name] = e
+		c.locks[e.name] = e
 	}
 	return e
 }
@@ -133,30 +136,32 @@ func (h *hold) renewed() bool {
 }
 
 // leaseOf returns the lease a hold's acquisition gives the lock in Redis.
-func (c *Client) leaseOf(lo lockOptions) time.Duration {
+func (c *Client) leaseOf(lo lockOptions) lua.Millis {
 	if lo.leaseTime > 0 {
-		return lo.leaseTime
+		return lua.NewMillis(lo.leaseTime)
 	}
-	return c.opts.watchdogTimeout
+	return c.watched
 }
 
-// grant records that o now holds name count times, the last acquisition with
-// options lo sent at sent, and returns the new Lease. The watchdog registration is
-// made here, before the caller can see the lease. c.mu must be held.
-func (c *Client) grant(o *owner, name string, count int64, lo lockOptions, sent time.Time) *Lease {
-	e := c.entry(name)
+// grant records the acquisition a by o, with options lo, sent at sent, that Redis
+// confirmed (o now holds the lock a.Expected+1 times), and returns the new Lease.
+// The watchdog registration is made here, before the caller can see the lease.
+// c.mu must be held.
+func (c *Client) grant(o *owner, a lua.AcquireArgs, lo lockOptions, sent time.Time) *Lease {
+	e := c.entry(a.Lock)
 	h := e.holdOf(o)
 	if h == nil {
-		h = &hold{e: e, owner: o, field: c.field(o)}
+		h = &hold{e: e, owner: o, field: a.Field}
+		h.leases = h.leasesBuf[:0]
 		e.holds = append(e.holds, h)
 	}
 	e.pace.acquired()
-	h.count = count
-	l := &Lease{c: c, h: h, lease: lo.leaseTime, done: make(chan struct{})}
+	h.count = a.Expected + 1
+	l := &Lease{c: c, h: h, lease: lo.leaseTime}
 	h.leases = append(h.leases, l)
-	deadline := sent.Add(c.leaseOf(lo))
+	deadline := sent.Add(a.Lease.Duration())
 	if h.wd == nil {
-		h.wd = c.wd.Watch(name, h.field, deadline, h.renewed(), c.onLost(h))
+		h.wd = c.wd.Watch(e.name, h.field.String(), deadline, h.renewed(), c.onLost(h))
 	} else {
 		h.wd.Update(deadline, h.renewed())
 	}
@@ -175,7 +180,7 @@ func (c *Client) endHold(h *hold, err error) {
 	for _, l := range h.leases {
 		l.end(err)
 	}
-	h.leases = nil
+	h.leases = h.leasesBuf[:0]
 	h.count = 0
 	h.wd.Stop()
 	e.holds = slices.DeleteFunc(e.holds, func(x *hold) bool { return x == h })

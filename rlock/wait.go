@@ -23,7 +23,8 @@ type subscription interface {
 
 // lock acquires name for o, waiting when wait is set until deadline (zero: no
 // deadline) or ctx is done.
-func (c *Client) lock(ctx context.Context, name string, o *owner, lo lockOptions, wait bool, deadline time.Time) (*Lease, error) {
+func (c *Client) lock(ctx context.Context, lk *lua.Lock, o *owner, lo lockOptions, wait bool, deadline time.Time) (*Lease, error) {
+	name := lk.Name()
 	if name == "" {
 		return nil, fmt.Errorf("%w: empty lock name", ErrInvalidArgument)
 	}
@@ -40,7 +41,7 @@ func (c *Client) lock(ctx context.Context, name string, o *owner, lo lockOptions
 	if reentrant || !wait || !queued {
 		// No waiter of this client is ahead: try at once. The uncontended path
 		// ends here, without any pub/sub work.
-		l, ttl, err := c.attempt(ctx, o, name, lo)
+		l, ttl, err := c.attempt(ctx, o, lk, lo)
 		if err == nil || reentrant || !wait || !errors.Is(err, ErrNotAcquired) || ctx.Err() != nil {
 			return l, gaveUp(ctx, name, err)
 		}
@@ -48,7 +49,7 @@ func (c *Client) lock(ctx context.Context, name string, o *owner, lo lockOptions
 	}
 	ctx, stop := c.waitContext(ctx, deadline)
 	defer stop()
-	return c.wait(ctx, name, newWaiter(o, lo), first)
+	return c.wait(ctx, lk, newWaiter(o, lo), first)
 }
 
 // waitContext returns ctx, also ended by the deadline (zero: none) and by Close;
@@ -67,13 +68,13 @@ func (c *Client) waitContext(ctx context.Context, deadline time.Time) (context.C
 // wait queues w on name, waits for its turn and then leads until w holds the
 // lock or gives up. first, when set, is when the head attempts first: the end of
 // the holder's lease as the caller's own attempt just read it.
-func (c *Client) wait(ctx context.Context, name string, w *waiter, first time.Time) (*Lease, error) {
+func (c *Client) wait(ctx context.Context, lk *lua.Lock, w *waiter, first time.Time) (*Lease, error) {
 	c.mu.Lock()
 	if c.ctx.Err() != nil {
 		c.mu.Unlock()
 		return nil, ErrClosed
 	}
-	e := c.entry(name)
+	e := c.entry(lk)
 	e.enqueue(w)
 	if e.queue[0] == w && !first.IsZero() {
 		e.attemptAt = first
@@ -84,7 +85,7 @@ func (c *Client) wait(ctx context.Context, name string, w *waiter, first time.Ti
 	case <-w.turn:
 		return c.lead(ctx, e, w)
 	case <-ctx.Done():
-		return c.leave(e, w, stopped(ctx, name))
+		return c.leave(e, w, stopped(ctx, e.name))
 	}
 }
 
@@ -142,7 +143,7 @@ func (c *Client) join(ctx context.Context, e *lockEntry) (subscription, error) {
 	if s != nil {
 		return s, nil
 	}
-	s, err := c.backend.subscribe(ctx, lua.ChannelName(e.name))
+	s, err := c.backend.subscribe(ctx, e.lk.Channel())
 	if errors.Is(err, pubsub.ErrClosed) {
 		return nil, ErrClosed
 	} else if err != nil {
@@ -183,7 +184,7 @@ func (c *Client) step(ctx context.Context, e *lockEntry, w *waiter) (*Lease, tim
 	e.attemptAt = time.Time{}
 	c.mu.Unlock()
 
-	l, ttl, err := c.attempt(ctx, w.o, e.name, w.lo)
+	l, ttl, err := c.attempt(ctx, w.o, e.lk, w.lo)
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
