@@ -2,10 +2,14 @@
 // channels they touch.
 //
 // Each operation on a lock is one embedded .lua file, headed by its KEYS/ARGV
-// contract, and runs atomically in one round trip through redis.Script (EVALSHA,
-// with EVAL when the server has lost its script cache). The Go functions here are
-// typed wrappers: they build KEYS and ARGV from Go values (durations become
-// milliseconds only here) and turn replies into Go values, so no []any leaks out.
+// contract, and runs atomically in one round trip as EVALSHA, with EVAL when the
+// server has lost its script cache. The Go functions here are typed wrappers:
+// they build KEYS and ARGV from Go values (durations become milliseconds only
+// here) and turn replies into Go values, so no []any leaks out.
+//
+// The lock path (Acquire, Release) is the hot path of every lock: its arguments
+// that repeat from call to call are encoded once by the caller (Lock, Text,
+// Millis), and each call sends one argument slice through the client's Process.
 //
 // The data layout is Redisson's RLock: the lock is a hash at the lock's name, each
 // field an owner "<client uuid>:<owner id>" and its value the owner's hold count;
