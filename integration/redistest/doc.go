@@ -5,7 +5,9 @@
 // restarting and freezing the server process ([Server.Kill], [Server.Restart], [Server.Signal]),
 // and a TCP [Proxy] that can swallow replies, black-hole a connection or reset it.
 // For multi-process tests it re-executes the test binary as worker processes ([StartWorker],
-// [RunWorkers]).
+// [RunWorkers]). Beyond one server it starts a Redis Cluster ([StartCluster]: primaries sharing
+// the slots, optional replicas) and a Sentinel set-up ([StartFailover]: a primary, replicas and
+// Sentinels that promote a replica 1 s after the primary stops answering), each in about 2 s.
 //
 // # Where the server comes from
 //

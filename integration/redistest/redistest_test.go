@@ -537,3 +537,51 @@ func TestRunPattern(t *testing.T) {
 	assert.Equal(t, `^TestA$`, runPattern("TestA"))
 	assert.Equal(t, `^TestA$/^sub_1\.x$`, runPattern("TestA/sub_1.x"))
 }
+
+func TestStartCluster(t *testing.T) {
+	start := time.Now()
+	c := StartCluster(t, 3, 1)
+	t.Logf("3 primaries + 3 replicas up in %v", time.Since(start))
+	rdb := c.Client(t)
+	ctx := context.Background()
+	owners := map[string]bool{}
+	for i := 0; i < 30; i++ {
+		key := fmt.Sprintf("k%d", i)
+		if err := rdb.Set(ctx, key, i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		m, err := rdb.MasterForKey(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		owners[m.Options().Addr] = true
+	}
+	if len(owners) != 3 {
+		t.Fatalf("keys landed on %d primaries, want 3: %v", len(owners), owners)
+	}
+	for i, rs := range c.Replicas {
+		if len(rs) != 1 {
+			t.Fatalf("primary %d has %d replicas", i, len(rs))
+		}
+	}
+}
+
+func TestStartFailover(t *testing.T) {
+	start := time.Now()
+	f := StartFailover(t, 2, 3)
+	t.Logf("primary + 2 replicas + 3 sentinels up in %v", time.Since(start))
+	rdb := f.Client(t)
+	ctx := context.Background()
+	require.NoError(t, rdb.Set(ctx, "k", "v", 0).Err())
+	old, err := f.Master(ctx)
+	require.NoError(t, err)
+	require.Equal(t, f.Primary.Addr, old)
+	f.Primary.Kill()
+	killed := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	now, err := f.WaitMasterChange(wctx, old)
+	require.NoError(t, err)
+	t.Logf("sentinels promoted %s %v after the kill", now, time.Since(killed))
+	require.Eventually(t, func() bool { return rdb.Set(ctx, "k2", "v", 0).Err() == nil }, 20*time.Second, 50*time.Millisecond)
+}

@@ -143,6 +143,20 @@ func launch(extraArgs []string) (*Server, error) {
 // startProcessServer starts bin on a free port, retrying on another port when the chosen one
 // was taken in the meantime.
 func startProcessServer(bin string, extraArgs []string) (*Server, error) {
+	return startOnFreePort(bin, func(port int, dir string) ([]string, error) {
+		args := []string{
+			"--save", "", "--appendonly", "no",
+			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--enable-debug-command", "local",
+			"--dir", dir,
+		}
+		return append(args, extraArgs...), nil
+	})
+}
+
+// startOnFreePort starts bin with the arguments argsFor returns for a free port and a
+// new working directory, retrying on another port when the chosen one was taken meanwhile.
+func startOnFreePort(bin string, argsFor func(port int, dir string) ([]string, error)) (*Server, error) {
 	dir, err := os.MkdirTemp("", "redistest-")
 	if err != nil {
 		return nil, fmt.Errorf("redistest: %w", err)
@@ -155,13 +169,11 @@ func startProcessServer(bin string, extraArgs []string) (*Server, error) {
 			lastErr = err
 			continue
 		}
-		args := []string{
-			"--save", "", "--appendonly", "no",
-			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--enable-debug-command", "local",
-			"--dir", dir,
+		args, err := argsFor(port, dir)
+		if err != nil {
+			lastErr = err
+			break
 		}
-		args = append(args, extraArgs...)
 		s := &Server{
 			Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 			bin:  bin,
