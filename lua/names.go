@@ -1,6 +1,10 @@
 package lua
 
-import "strings"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // Redisson's prefixes for the keys and channels of a lock.
 const (
@@ -33,4 +37,28 @@ func prefixed(prefix, name string) string {
 		return prefix + ":" + name
 	}
 	return prefix + ":{" + name + "}"
+}
+
+// ErrSlot says that a lock name's channel and latch keys would not share the
+// name's Redis Cluster hash slot.
+var ErrSlot = errors.New("its channel and unlock latches would hash to another cluster slot than the name")
+
+// CheckName returns an error matching ErrSlot for a lock name whose channel and
+// latches, named by Redisson's rule (see ChannelName), would hash to another
+// cluster slot than the name itself: a name that contains '}' but no non-empty
+// {tag} at its first '{' ("a}b", "acc:{}:x"), or a '{' that no '}' closes
+// ("a{b"). Scripts touching such a name's keys fail with CROSSSLOT on Redis
+// Cluster (and Redisson's do too); holdfast refuses them everywhere, so that a
+// program tested on one server does not fail on a cluster.
+func CheckName(name string) error {
+	slot := Slot(name)
+	if Slot(ChannelName(name)) == slot && Slot(LatchName(name, "0")) == slot {
+		return nil
+	}
+	tag := strings.NewReplacer("{", "", "}", "").Replace(name)
+	if tag == "" {
+		tag = "lock"
+	}
+	return fmt.Errorf("%w (Redis hashes only the text inside the first {...} when it is not empty): "+
+		"use a name with a non-empty {tag}, such as %q, or one without braces", ErrSlot, "{"+tag+"}")
 }

@@ -1,6 +1,11 @@
 package lua
 
-import "testing"
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+)
 
 func TestNames(t *testing.T) {
 	for _, tc := range []struct{ name, channel, latch string }{
@@ -13,6 +18,40 @@ func TestNames(t *testing.T) {
 		}
 		if got := LatchName(tc.name, "ab"); got != tc.latch {
 			t.Errorf("LatchName(%q) = %q, want %q", tc.name, got, tc.latch)
+		}
+	}
+}
+
+func TestCheckName(t *testing.T) {
+	for name, ok := range map[string]bool{
+		"orders:42":        true,
+		"{user1}:lock":     true,
+		"a{b}c":            true,
+		"a{b}c}":           true,
+		"acc:{}:empty":     false,
+		"a}b":              false,
+		"a{b":              false,
+		"{}":               false,
+		"x{}{tag}":         false,
+		"lock:{\"id\":1}":  true,
+		"ünïcødé:{tag}:ok": true,
+	} {
+		err := CheckName(name)
+		if (err == nil) != ok {
+			t.Errorf("CheckName(%q) = %v, want ok=%v", name, err, ok)
+		}
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, ErrSlot) {
+			t.Errorf("CheckName(%q) = %v, does not match ErrSlot", name, err)
+		}
+		// The suggested name is accepted.
+		s := err.Error()
+		sugg := s[strings.LastIndex(s, "such as ")+len("such as "):]
+		sugg = sugg[:strings.Index(sugg, ", or")]
+		if n, uerr := strconv.Unquote(sugg); uerr != nil || CheckName(n) != nil {
+			t.Errorf("CheckName(%q) suggests %s, which is not a valid name", name, sugg)
 		}
 	}
 }

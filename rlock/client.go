@@ -113,9 +113,19 @@ func (c *Client) ID() string { return c.id }
 // NewMutex returns a handle on the reentrant lock called name (Redisson's RLock
 // from getLock(name)). The handle is cheap, holds no state of its own and is safe
 // for concurrent use: create one where convenient. Any string is a valid name but
-// the empty one; a name with a {hash tag} keeps it in Redis Cluster.
+// the empty one and those whose channel and latch keys could not share the
+// name's Redis Cluster hash slot (see below); a name with a {hash tag} keeps it
+// in Redis Cluster.
+//
+// The lock's channel and unlock latches are named from the name by Redisson's
+// rule ("redisson_lock__channel:{name}", or ":name" when the name has a '{'),
+// which keeps them in the name's slot unless the name has a '}' but no non-empty
+// {tag} at its first '{' ("a}b", "acc:{}:x") or a '{' that no '}' closes ("a{b").
+// For those, every method of the Mutex returns an error matching
+// ErrInvalidArgument that says so, on any deployment, so that a program tested
+// on one server does not fail on a cluster.
 func (c *Client) NewMutex(name string) *Mutex {
-	return &Mutex{c: c, name: name, lk: lua.NewLock(name)}
+	return &Mutex{c: c, name: name, lk: lua.NewLock(name), bad: checkName(name)}
 }
 
 // Close stops the client's renewal loop and subscriber and waits for their
@@ -143,6 +153,17 @@ func (c *Client) Close() error {
 	}
 	c.mu.Unlock()
 	return err
+}
+
+// checkName returns why name cannot be a lock's name, or nil.
+func checkName(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty lock name", ErrInvalidArgument)
+	}
+	if err := lua.CheckName(name); err != nil {
+		return fmt.Errorf("%w: lock name %s: %w", ErrInvalidArgument, quote(name), err)
+	}
+	return nil
 }
 
 // field returns the Redis hash field of an owner of this client,

@@ -40,7 +40,8 @@ var (
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("rlock: client closed")
 
-	// ErrInvalidArgument: an empty lock name, a negative duration, a nil client.
+	// ErrInvalidArgument: an empty lock name or one whose keys cannot share a
+	// cluster slot (see Client.NewMutex), a negative duration, a nil client.
 	// Returned before any round trip.
 	ErrInvalidArgument = errors.New("rlock: invalid argument")
 )

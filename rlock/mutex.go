@@ -37,6 +37,7 @@ type Mutex struct {
 	c    *Client
 	name string
 	lk   *lua.Lock // the name's keys and channel, encoded once for the scripts
+	bad  error     // why the name cannot be a lock (checkName), returned by every method
 }
 
 // Name returns the lock's name.
@@ -57,6 +58,9 @@ func (m *Mutex) TryLock(ctx context.Context, opts ...LockOption) (*Lease, error)
 	lo, err := newLockOptions(opts)
 	if err != nil {
 		return nil, err
+	}
+	if m.bad != nil {
+		return nil, m.bad
 	}
 	var deadline time.Time
 	if lo.waitTime > 0 {
@@ -86,6 +90,9 @@ func (m *Mutex) Lock(ctx context.Context, opts ...LockOption) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
+	if m.bad != nil {
+		return nil, m.bad
+	}
 	return m.c.lock(ctx, m.lk, ownerFrom(ctx), lo, true, time.Time{})
 }
 
@@ -94,8 +101,8 @@ func (m *Mutex) Lock(ctx context.Context, opts ...LockOption) (*Lease, error) {
 // returns an error matching ErrNotHeld, and changes nothing, when the owner holds
 // no lease of this lock (or ctx has no owner). See Lease.Unlock.
 func (m *Mutex) Unlock(ctx context.Context) error {
-	if m.name == "" {
-		return fmt.Errorf("%w: empty lock name", ErrInvalidArgument)
+	if m.bad != nil {
+		return m.bad
 	}
 	o := ownerFrom(ctx)
 	if o == nil {
@@ -183,8 +190,8 @@ func (m *Mutex) inspect(ctx context.Context, field string) (lua.Inspection, erro
 }
 
 func (m *Mutex) check() error {
-	if m.name == "" {
-		return fmt.Errorf("%w: empty lock name", ErrInvalidArgument)
+	if m.bad != nil {
+		return m.bad
 	}
 	if m.c.ctx.Err() != nil {
 		return ErrClosed

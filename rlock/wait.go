@@ -25,9 +25,6 @@ type subscription interface {
 // deadline) or ctx is done.
 func (c *Client) lock(ctx context.Context, lk *lua.Lock, o *owner, lo lockOptions, wait bool, deadline time.Time) (*Lease, error) {
 	name := lk.Name()
-	if name == "" {
-		return nil, fmt.Errorf("%w: empty lock name", ErrInvalidArgument)
-	}
 	if o == nil {
 		o = newOwner()
 	}

@@ -254,7 +254,7 @@ func (w *Watchdog) round() {
 	for h := range w.renewed {
 		s := 0
 		if w.opts.Cluster {
-			s = slot(h.Key)
+			s = lua.Slot(h.Key)
 		}
 		bySlot[s] = append(bySlot[s], h)
 	}

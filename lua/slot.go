@@ -1,10 +1,10 @@
-package watchdog
+package lua
 
 import "strings"
 
-// slot returns the Redis Cluster hash slot of key: CRC16 (XMODEM) of the key's
+// Slot returns the Redis Cluster hash slot of key: CRC16 (XMODEM) of the key's
 // hash tag, or of the whole key when it has none, modulo 16384.
-func slot(key string) int {
+func Slot(key string) int {
 	if s := strings.IndexByte(key, '{'); s >= 0 {
 		if e := strings.IndexByte(key[s+1:], '}'); e > 0 {
 			key = key[s+1 : s+1+e]

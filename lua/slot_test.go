@@ -1,4 +1,4 @@
-package watchdog
+package lua
 
 import "testing"
 
@@ -7,12 +7,12 @@ func TestSlot(t *testing.T) {
 	for key, want := range map[string]int{
 		"123456789":      12739,
 		"foo":            12182,
-		"{user1000}.a":   slot("user1000"),
-		"a{}b":           slot("a{}b"),
-		"redisson_x:{N}": slot("N"),
+		"{user1000}.a":   Slot("user1000"),
+		"a{}b":           Slot("a{}b"),
+		"redisson_x:{N}": Slot("N"),
 	} {
-		if got := slot(key); got != want {
-			t.Errorf("slot(%q) = %d, want %d", key, got, want)
+		if got := Slot(key); got != want {
+			t.Errorf("Slot(%q) = %d, want %d", key, got, want)
 		}
 	}
 }

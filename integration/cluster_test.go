@@ -1,0 +1,215 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/holdfast-go/holdfast/integration/redistest"
+	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/rlock"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// TestCluster runs the lock on a Redis Cluster of 3 primaries, one cluster shared
+// by the subtests (none of them breaks it).
+func TestCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3, 0)
+	t.Run("NamesInEveryShard", func(t *testing.T) { clusterNamesInEveryShard(t, cl) })
+	t.Run("CounterTwoClients", func(t *testing.T) { clusterCounter(t, cl) })
+	t.Run("WaiterWokenInEveryShard", func(t *testing.T) { clusterWaiterWoken(t, cl) })
+}
+
+// clusterNames returns, for every primary's address, a name without a hash tag
+// and a name with one, both in a slot that primary owns.
+func clusterNames(t *testing.T, cl *redistest.Cluster, rdb *redis.ClusterClient, prefix string) map[string][]string {
+	t.Helper()
+	ctx := testCtx(t, 10*time.Second)
+	byShard := map[string]map[string]string{}
+	full := func() bool {
+		if len(byShard) < len(cl.Primaries) {
+			return false
+		}
+		for _, kinds := range byShard {
+			if len(kinds) < 2 {
+				return false
+			}
+		}
+		return true
+	}
+	for i := 0; !full(); i++ {
+		for kind, name := range map[string]string{"plain": fmt.Sprintf("%s:%d", prefix, i), "tag": fmt.Sprintf("{%s:%d}:x", prefix, i)} {
+			m, err := rdb.MasterForKey(ctx, name)
+			require.NoError(t, err)
+			addr := m.Options().Addr
+			if byShard[addr] == nil {
+				byShard[addr] = map[string]string{}
+			}
+			if _, ok := byShard[addr][kind]; !ok {
+				byShard[addr][kind] = name
+			}
+		}
+	}
+	out := map[string][]string{}
+	for addr, kinds := range byShard {
+		out[addr] = []string{kinds["plain"], kinds["tag"]}
+	}
+	return out
+}
+
+// clusterSubscribers returns how many subscriptions to channel the nodes have:
+// classic (PUBSUB NUMSUB, summed over the nodes) and sharded (PUBSUB SHARDNUMSUB).
+func clusterSubscribers(ctx context.Context, cl *redistest.Cluster, channel string) (classic, sharded int64) {
+	for _, n := range cl.Nodes() {
+		c := redis.NewClient(&redis.Options{Addr: n.Addr})
+		if m, err := c.PubSubNumSub(ctx, channel).Result(); err == nil {
+			classic += m[channel]
+		}
+		if m, err := c.PubSubShardNumSub(ctx, channel).Result(); err == nil {
+			sharded += m[channel]
+		}
+		_ = c.Close()
+	}
+	return classic, sharded
+}
+
+// clusterNamesInEveryShard: in every shard, with and without a hash tag, a lock
+// is taken, re-entered (partial unlock), released, and excludes another owner;
+// names whose keys cannot share a slot are refused before any round trip.
+func clusterNamesInEveryShard(t *testing.T, cl *redistest.Cluster) {
+	rdb := cl.Client(t)
+	c := newClient(t, rdb)
+	ctx := testCtx(t, 30*time.Second)
+	byShard := clusterNames(t, cl, rdb, redistest.Name(t))
+	for shard, names := range byShard {
+		for _, name := range names {
+			m := c.NewMutex(name)
+			owner := rlock.WithOwner(ctx)
+			l1, err := m.Lock(owner)
+			require.NoError(t, err, "%s on %s", name, shard)
+			l2, err := m.TryLock(owner)
+			require.NoError(t, err, "re-entry of %s", name)
+			_, err = m.TryLock(rlock.WithOwner(ctx))
+			require.ErrorIs(t, err, rlock.ErrNotAcquired, name)
+			require.NoError(t, l2.Unlock(owner), "partial unlock of %s", name)
+			n, err := m.HoldCount(owner)
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			require.NoError(t, l1.Unlock(owner), "final unlock of %s", name)
+			locked, err := m.IsLocked(ctx)
+			require.NoError(t, err)
+			require.False(t, locked, name)
+			ok, err := m.ForceUnlock(ctx)
+			require.NoError(t, err)
+			require.False(t, ok)
+		}
+		t.Logf("shard %s: %v", shard, names)
+	}
+	for _, name := range []string{"acc:{}:empty", "a}b", "a{b"} {
+		_, err := c.NewMutex(name).Lock(ctx)
+		require.ErrorIs(t, err, rlock.ErrInvalidArgument, name)
+	}
+}
+
+// clusterCounter: 2 clients × 4 goroutines increment a counter under the lock
+// (GET then SET, in the lock's slot): no increment is lost.
+func clusterCounter(t *testing.T, cl *redistest.Cluster) {
+	const clients, goroutines, rounds = 2, 4, 25
+	base := redistest.Name(t)
+	name, counter := "{"+base+"}:lock", "{"+base+"}:counter"
+	ctx := testCtx(t, 60*time.Second)
+	var wg sync.WaitGroup
+	errs := make(chan error, clients*goroutines)
+	for range clients {
+		rdb := cl.Client(t)
+		c := newClient(t, rdb)
+		for range goroutines {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs <- clusterIncrement(ctx, rdb, c.NewMutex(name), counter, rounds)
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	got, err := cl.Client(t).Get(ctx, counter).Int()
+	require.NoError(t, err)
+	require.Equal(t, clients*goroutines*rounds, got)
+}
+
+func clusterIncrement(ctx context.Context, rdb *redis.ClusterClient, m *rlock.Mutex, counter string, rounds int) error {
+	for range rounds {
+		l, err := m.Lock(ctx)
+		if err != nil {
+			return err
+		}
+		n, err := rdb.Get(ctx, counter).Int()
+		if err != nil && err != redis.Nil {
+			return err
+		}
+		if err := rdb.Set(ctx, counter, strconv.Itoa(n+1), 0).Err(); err != nil {
+			return err
+		}
+		if err := l.Unlock(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// clusterWaiterWoken: in every shard, a waiter in another client is woken by the
+// release (not by the holder's lease, 30 s), and the median of the release →
+// acquisition times stays low.
+func clusterWaiterWoken(t *testing.T, cl *redistest.Cluster) {
+	ca, cb := newClient(t, cl.Client(t)), newClient(t, cl.Client(t))
+	ctx := testCtx(t, 60*time.Second)
+	var delays []time.Duration
+	for shard, names := range clusterNames(t, cl, cl.Client(t), redistest.Name(t)) {
+		for _, name := range names {
+			for range 3 {
+				delays = append(delays, clusterHandOver(t, ctx, cl, ca.NewMutex(name), cb.NewMutex(name)))
+			}
+		}
+		t.Logf("shard %s: woken", shard)
+	}
+	sort.Slice(delays, func(i, j int) bool { return delays[i] < delays[j] })
+	t.Logf("release → waiter acquired: median %v, max %v over %d", delays[len(delays)/2], delays[len(delays)-1], len(delays))
+	require.Less(t, delays[len(delays)/2], 2*time.Second, "woken by the release, not by the lease")
+}
+
+// clusterHandOver takes ma, starts a waiter on mb, unlocks ma once the waiter has
+// attempted, and returns the time from the unlock to the waiter's acquisition.
+func clusterHandOver(t *testing.T, ctx context.Context, cl *redistest.Cluster, ma, mb *rlock.Mutex) time.Duration {
+	t.Helper()
+	la, err := ma.Lock(ctx)
+	require.NoError(t, err)
+	got := make(chan time.Time, 1)
+	go func() {
+		lb, err := mb.Lock(ctx)
+		if err == nil {
+			got <- time.Now()
+			_ = lb.Unlock(ctx)
+		}
+		close(got)
+	}()
+	// The waiter's first attempt reads the lease (30 s): wait until it has
+	// subscribed, so that only the release can wake it in time.
+	require.Eventually(t, func() bool {
+		classic, sharded := clusterSubscribers(ctx, cl, lua.ChannelName(ma.Name()))
+		return classic+sharded > 0
+	}, 10*time.Second, 5*time.Millisecond)
+	released := time.Now()
+	require.NoError(t, la.Unlock(ctx))
+	at, ok := <-got
+	require.True(t, ok, "waiter failed")
+	return at.Sub(released)
+}
