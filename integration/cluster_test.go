@@ -203,10 +203,18 @@ func clusterHandOver(t *testing.T, ctx context.Context, cl *redistest.Cluster, m
 	}()
 	// The waiter's first attempt reads the lease (30 s): wait until it has
 	// subscribed, so that only the release can wake it in time.
+	channel := lua.ChannelName(ma.Name())
 	require.Eventually(t, func() bool {
-		classic, sharded := clusterSubscribers(ctx, cl, lua.ChannelName(ma.Name()))
-		return classic+sharded > 0
-	}, 10*time.Second, 5*time.Millisecond)
+		_, sharded := clusterSubscribers(ctx, cl, channel)
+		return sharded > 0
+	}, 10*time.Second, 5*time.Millisecond, "the waiter's SSUBSCRIBE")
+	classic, _ := clusterSubscribers(ctx, cl, channel)
+	require.Zero(t, classic, "no classic subscription on a Redis 7 cluster")
+	owner, err := cl.Client(t).MasterForKey(ctx, channel)
+	require.NoError(t, err)
+	chans, err := owner.PubSubShardChannels(ctx, channel).Result()
+	require.NoError(t, err)
+	require.Equal(t, []string{channel}, chans, "the subscription is on the shard that owns the lock")
 	released := time.Now()
 	require.NoError(t, la.Unlock(ctx))
 	at, ok := <-got

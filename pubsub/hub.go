@@ -23,18 +23,25 @@ type Options struct {
 	Linger time.Duration
 }
 
-// Hub multiplexes the channel subscriptions of one client over one subscriber
-// connection. It is safe for concurrent use. Close stops its goroutine.
+// Hub multiplexes the channel subscriptions of one client: classic channels
+// (Subscribe) over one subscriber connection, shard channels of a Redis Cluster
+// (SSubscribe) over one connection per shard. It is safe for concurrent use.
+// Close stops its goroutines.
 type Hub struct {
 	rdb    redis.UniversalClient
 	linger time.Duration
+	ctx    context.Context // ends the shard feeds; cancelled by Close
+	cancel context.CancelFunc
 
 	mu      sync.Mutex
-	ps      *redis.PubSub // opened by the first Subscribe
+	ps      *redis.PubSub // classic channels; opened by the first Subscribe
+	shards  map[string]*shardFeed
 	entries map[string]*entry
 	closed  bool
-	sweep   chan struct{} // pokes the dispatcher when an entry becomes idle
-	done    chan struct{} // closed when the dispatcher has returned
+	sweep   chan struct{}  // pokes the sweeper when an entry becomes idle
+	done    chan struct{}  // closed when the classic dispatcher has returned
+	running sync.WaitGroup // the sweeper and the shard feeds
+	swept   bool           // the sweeper has been started
 }
 
 // entry is one subscribed channel and the subscriptions that share it.
@@ -43,8 +50,9 @@ type entry struct {
 	subs      []*Subscription
 	confirmed chan struct{} // closed when Redis confirmed the SUBSCRIBE
 	isConfirm bool
-	permits   int       // banked wake-ups, at most len(subs)
-	idleSince time.Time // when the last subscription closed; zero while in use
+	permits   int        // banked wake-ups, at most len(subs)
+	idleSince time.Time  // when the last subscription closed; zero while in use
+	shard     *shardFeed // the feed of a shard channel; nil for a classic one
 }
 
 // New returns a hub that subscribes through rdb. It opens no connection until the
@@ -53,9 +61,13 @@ func New(rdb redis.UniversalClient, opts Options) *Hub {
 	if opts.Linger <= 0 {
 		opts.Linger = DefaultLinger
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	return &Hub{
 		rdb:     rdb,
 		linger:  opts.Linger,
+		ctx:     ctx,
+		cancel:  cancel,
+		shards:  make(map[string]*shardFeed),
 		entries: make(map[string]*entry),
 		sweep:   make(chan struct{}, 1),
 	}
@@ -75,16 +87,36 @@ type Subscription struct {
 // on Confirmed for that. If the SUBSCRIBE cannot be sent now, go-redis sends it
 // again when it reconnects, and Confirmed closes then.
 func (h *Hub) Subscribe(ctx context.Context, channel string) (*Subscription, error) {
+	return h.subscribe(ctx, channel, "")
+}
+
+// SSubscribe joins the subscription of the shard channel channel (Redis 7+ on a
+// Cluster, whose client rdb must be): SSUBSCRIBE on the connection to the shard
+// that owns channel's slot, shared by every shard channel of that shard. It
+// returns an error only when the cluster's layout cannot be read; otherwise, as
+// Subscribe, it does not wait, and the shard's feed keeps subscribing until
+// Confirmed closes.
+func (h *Hub) SSubscribe(ctx context.Context, channel string) (*Subscription, error) {
+	cc, ok := h.rdb.(*redis.ClusterClient)
+	if !ok {
+		return nil, errors.New("pubsub: shard channels need a *redis.ClusterClient")
+	}
+	m, err := cc.MasterForKey(ctx, channel)
+	if err != nil {
+		return nil, err
+	}
+	return h.subscribe(ctx, channel, m.Options().Addr)
+}
+
+// subscribe joins channel: a classic channel when shard is "", else a shard
+// channel of the shard whose primary is at shard.
+func (h *Hub) subscribe(ctx context.Context, channel, shard string) (*Subscription, error) {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
 		return nil, ErrClosed
 	}
-	if h.ps == nil {
-		h.ps = h.rdb.Subscribe(context.WithoutCancel(ctx))
-		h.done = make(chan struct{})
-		go h.dispatch(h.ps.ChannelWithSubscriptions(redis.WithChannelSize(1024)))
-	}
+	h.startSweeper()
 	e, ok := h.entries[channel]
 	if !ok {
 		e = &entry{channel: channel, confirmed: make(chan struct{})}
@@ -93,15 +125,66 @@ func (h *Hub) Subscribe(ctx context.Context, channel string) (*Subscription, err
 	s := &Subscription{h: h, e: e, token: make(chan struct{}, 1)}
 	e.subs = append(e.subs, s)
 	e.idleSince = time.Time{}
-	ps := h.ps
+	var ps *redis.PubSub
+	switch {
+	case ok:
+	case shard != "":
+		h.carry(e, shard)
+	default:
+		ps = h.classic(ctx)
+	}
 	h.mu.Unlock()
 
-	if !ok {
+	if ps != nil {
 		// An error here means the connection is broken; go-redis has recorded the
 		// channel and re-subscribes it when it reconnects, which confirms it.
 		_ = ps.Subscribe(ctx, channel)
 	}
 	return s, nil
+}
+
+// classic returns the classic subscriber connection, opening it and starting
+// its dispatcher. h.mu must be held.
+func (h *Hub) classic(ctx context.Context) *redis.PubSub {
+	if h.ps == nil {
+		h.ps = h.rdb.Subscribe(context.WithoutCancel(ctx))
+		h.done = make(chan struct{})
+		go h.dispatch(h.ps.ChannelWithSubscriptions(redis.WithChannelSize(1024)))
+	}
+	return h.ps
+}
+
+// carry gives e's channel to the feed of shard, starting the feed. h.mu must be
+// held.
+func (h *Hub) carry(e *entry, shard string) {
+	f := h.shards[shard]
+	if f == nil {
+		f = &shardFeed{h: h, key: shard, want: map[string]struct{}{}, poke: make(chan struct{}, 1),
+			rdb: h.rdb.(*redis.ClusterClient)}
+		h.shards[shard] = f
+		h.running.Add(1)
+		go func() {
+			defer h.running.Done()
+			f.run(h.ctx)
+		}()
+	}
+	f.want[e.channel] = struct{}{}
+	e.shard = f
+	f.wake()
+}
+
+// startSweeper starts the goroutine that unsubscribes idle channels, once. h.mu
+// must be held.
+func (h *Hub) startSweeper() {
+	if h.swept {
+		return
+	}
+	h.swept = true
+	h.running.Add(1)
+	go func() {
+		defer h.running.Done()
+		h.sweeper()
+	}()
 }
 
 // Confirmed is closed once Redis has confirmed the subscription: a message
@@ -168,8 +251,8 @@ func (h *Hub) Channels() []string {
 	return out
 }
 
-// Close unsubscribes everything, closes the subscriber connection and waits for
-// the hub's goroutine to return. Open subscriptions get no more wake-ups.
+// Close unsubscribes everything, closes the subscriber connections and waits for
+// the hub's goroutines to return. Open subscriptions get no more wake-ups.
 func (h *Hub) Close() error {
 	h.mu.Lock()
 	if h.closed {
@@ -179,6 +262,8 @@ func (h *Hub) Close() error {
 	h.closed = true
 	ps, done := h.ps, h.done
 	h.mu.Unlock()
+	h.cancel()
+	h.running.Wait()
 	if ps == nil {
 		return nil
 	}
@@ -187,34 +272,37 @@ func (h *Hub) Close() error {
 	return err
 }
 
-// dispatch is the hub's goroutine: it moves tokens for messages and
-// (re)subscriptions and unsubscribes idle channels.
+// dispatch is the classic connection's goroutine: it moves tokens for messages
+// and (re)subscriptions.
 func (h *Hub) dispatch(in <-chan any) {
 	defer close(h.done)
+	for m := range in {
+		switch m := m.(type) {
+		case *redis.Message:
+			h.deliver(m.Channel, m.Payload == "1")
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				h.subscribed(m.Channel)
+			}
+		}
+	}
+}
+
+// sweeper is the hub's goroutine that unsubscribes the channels idle for longer
+// than the linger time, until Close.
+func (h *Hub) sweeper() {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	defer timer.Stop()
 	for {
 		select {
-		case m, ok := <-in:
-			if !ok {
-				return
-			}
-			switch m := m.(type) {
-			case *redis.Message:
-				h.deliver(m.Channel, m.Payload == "1")
-			case *redis.Subscription:
-				if m.Kind == "subscribe" || m.Kind == "ssubscribe" {
-					h.subscribed(m.Channel)
-				}
-			}
+		case <-h.ctx.Done():
+			return
 		case <-h.sweep:
-			if d, ok := h.unsubscribeIdle(); ok {
-				timer.Reset(d)
-			}
 		case <-timer.C:
-			if d, ok := h.unsubscribeIdle(); ok {
-				timer.Reset(d)
-			}
+		}
+		if d, ok := h.unsubscribeIdle(); ok {
+			timer.Reset(d)
 		}
 	}
 }
@@ -278,11 +366,16 @@ func (h *Hub) unsubscribeIdle() (time.Duration, bool) {
 			continue
 		}
 		delete(h.entries, ch)
+		if e.shard != nil {
+			delete(e.shard.want, ch)
+			e.shard.wake()
+			continue
+		}
 		drop = append(drop, ch)
 	}
 	ps := h.ps
 	h.mu.Unlock()
-	if len(drop) > 0 {
+	if len(drop) > 0 && ps != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = ps.Unsubscribe(ctx, drop...)
 		cancel()

@@ -110,7 +110,7 @@ func (c *Client) undoAcquire(a lua.AcquireArgs) {
 	defer cancel()
 	_, _ = c.backend.release(ctx, lua.ReleaseArgs{
 		Lock: a.Lock, Field: a.Field, Latch: a.Lock.NewLatch(), Lease: a.Lease,
-		Expected: a.Expected + 1, Levels: 1, LatchTTL: c.latchTTL, Publish: c.publish,
+		Expected: a.Expected + 1, Levels: 1, LatchTTL: c.latchTTL, Publish: c.publishCommand(ctx),
 	})
 }
 

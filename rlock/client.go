@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,9 +29,9 @@ type Client struct {
 	hub      *pubsub.Hub
 	wd       *watchdog.Watchdog
 	backend  backend
-	publish  string     // PUBLISH or SPUBLISH, passed to the scripts
-	latchTTL lua.Millis // life of an unlock latch: go-redis' retry window
-	watched  lua.Millis // the lease of a watchdog hold: opts.watchdogTimeout
+	sharded  atomic.Int32 // pub/sub kind once probed (shardedPubSub): 0 unknown, 1 classic, 2 sharded
+	latchTTL lua.Millis   // life of an unlock latch: go-redis' retry window
+	watched  lua.Millis   // the lease of a watchdog hold: opts.watchdogTimeout
 
 	ctx    context.Context // cancelled, with cause ErrClosed, by Close
 	cancel context.CancelCauseFunc
@@ -65,7 +68,6 @@ func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 		id:       uuid.NewString(),
 		opts:     o,
 		hub:      pubsub.New(rdb, pubsub.Options{}),
-		publish:  lua.Publish,
 		latchTTL: lua.NewMillis(retryWindow(rdb)),
 		watched:  lua.NewMillis(o.watchdogTimeout),
 		ctx:      ctx,
@@ -80,7 +82,11 @@ func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 			return lua.Release(ctx, rdb, a)
 		},
 		subscribe: func(ctx context.Context, channel string) (subscription, error) {
-			s, err := c.hub.Subscribe(ctx, channel)
+			subscribe := c.hub.Subscribe
+			if c.shardedPubSub(ctx) {
+				subscribe = c.hub.SSubscribe
+			}
+			s, err := subscribe(ctx, channel)
 			if err != nil {
 				return nil, err
 			}
@@ -153,6 +159,45 @@ func (c *Client) Close() error {
 	}
 	c.mu.Unlock()
 	return err
+}
+
+// shardedPubSub reports whether releases are announced with SPUBLISH and waited
+// for with SSUBSCRIBE (sharded pub/sub, which stays in the lock's shard): on a
+// Redis Cluster of version 7 or later, as Redisson does. It asks a node for its
+// version once, on first use; until an answer arrives it assumes a cluster is
+// recent enough.
+func (c *Client) shardedPubSub(ctx context.Context) bool {
+	switch c.sharded.Load() {
+	case 1:
+		return false
+	case 2:
+		return true
+	}
+	cc, ok := c.rdb.(*redis.ClusterClient)
+	if !ok {
+		c.sharded.Store(1)
+		return false
+	}
+	info, err := cc.Do(ctx, "INFO", "server").Text()
+	if err != nil {
+		return true
+	}
+	_, v, _ := strings.Cut(info, "redis_version:")
+	v, _, _ = strings.Cut(v, ".")
+	if major, err := strconv.Atoi(v); err == nil && major < 7 {
+		c.sharded.Store(1)
+		return false
+	}
+	c.sharded.Store(2)
+	return true
+}
+
+// publishCommand returns the command the scripts announce releases with.
+func (c *Client) publishCommand(ctx context.Context) string {
+	if c.shardedPubSub(ctx) {
+		return lua.ShardedPublish
+	}
+	return lua.Publish
 }
 
 // checkName returns why name cannot be a lock's name, or nil.

@@ -129,7 +129,7 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := m.check(); err != nil {
 		return false, err
 	}
-	ok, err := lua.ForceRelease(ctx, m.c.rdb, m.name, m.c.publish)
+	ok, err := lua.ForceRelease(ctx, m.c.rdb, m.name, m.c.publishCommand(ctx))
 	if err != nil {
 		return false, m.wrap(err)
 	}

@@ -19,8 +19,9 @@ func (c *Client) release(ctx context.Context, l *Lease) (*Lease, error) {
 	name := l.h.e.name
 	l.h.owner.begin(name)
 	defer l.h.owner.end(name)
+	publish := c.publishCommand(ctx)
 	for try := 0; ; try++ {
-		a, succ, err := c.prepareRelease(l)
+		a, succ, err := c.prepareRelease(l, publish)
 		if err != nil {
 			return nil, err
 		}
@@ -47,7 +48,7 @@ func (c *Client) release(ctx context.Context, l *Lease) (*Lease, error) {
 // prepareRelease builds the release of l. The owner's last lease releases every
 // hold it has; unless an earlier Unlock of l failed (its outcome, a hand-off
 // included, is then unknown), it may hand the lock to the head of the queue.
-func (c *Client) prepareRelease(l *Lease) (lua.ReleaseArgs, *waiter, error) {
+func (c *Client) prepareRelease(l *Lease, publish string) (lua.ReleaseArgs, *waiter, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h := l.h
@@ -59,7 +60,7 @@ func (c *Client) prepareRelease(l *Lease) (lua.ReleaseArgs, *waiter, error) {
 	}
 	a := lua.ReleaseArgs{
 		Lock: h.e.lk, Field: h.field, Expected: h.count, Levels: 1,
-		LatchTTL: c.latchTTL, Publish: c.publish,
+		LatchTTL: c.latchTTL, Publish: publish,
 	}
 	if len(h.leases) == 1 {
 		a.Levels = h.count
