@@ -2,10 +2,13 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +26,88 @@ func TestCluster(t *testing.T) {
 	t.Run("NamesInEveryShard", func(t *testing.T) { clusterNamesInEveryShard(t, cl) })
 	t.Run("CounterTwoClients", func(t *testing.T) { clusterCounter(t, cl) })
 	t.Run("WaiterWokenInEveryShard", func(t *testing.T) { clusterWaiterWoken(t, cl) })
+	t.Run("ShardFeedReconnects", func(t *testing.T) { clusterFeedReconnects(t, cl) })
+}
+
+// clusterFeedReconnects: waiters of one client on locks of four slots of one shard
+// share one subscriber connection; when the server kills it, the feed subscribes
+// every channel again (one SSUBSCRIBE each: one command naming channels of two
+// slots would fail with CROSSSLOT) and every waiter is still woken by its release.
+func clusterFeedReconnects(t *testing.T, cl *redistest.Cluster) {
+	ctx := testCtx(t, 60*time.Second)
+	rdb := cl.Client(t)
+	ca, cb := newClient(t, cl.Client(t)), newClient(t, rdb)
+	prefix := redistest.Name(t)
+	var names []string
+	var owner *redis.Client
+	for i := 0; len(names) < 4; i++ {
+		name := fmt.Sprintf("%s:%d", prefix, i)
+		m, err := rdb.MasterForKey(ctx, lua.ChannelName(name))
+		require.NoError(t, err)
+		if owner == nil {
+			owner = m
+		}
+		if m.Options().Addr == owner.Options().Addr {
+			names = append(names, name)
+		}
+	}
+	var leases []*rlock.Lease
+	got := make(chan time.Time, len(names))
+	for _, name := range names {
+		l, err := ca.NewMutex(name).Lock(ctx)
+		require.NoError(t, err)
+		leases = append(leases, l)
+		go func() {
+			lb, err := cb.NewMutex(name).Lock(ctx)
+			if err == nil {
+				got <- time.Now()
+				_ = lb.Unlock(ctx)
+			}
+		}()
+	}
+	subscribed := func() bool {
+		n, err := owner.PubSubShardNumSub(ctx, lua.ChannelName(names[0]), lua.ChannelName(names[1]),
+			lua.ChannelName(names[2]), lua.ChannelName(names[3])).Result()
+		require.NoError(t, err)
+		for _, v := range n {
+			if v != 1 {
+				return false
+			}
+		}
+		return true
+	}
+	require.Eventually(t, subscribed, 10*time.Second, 5*time.Millisecond)
+	before := clusterPubSubConns(t, ctx, owner)
+	require.Len(t, before, 1, "one subscriber connection for the shard")
+	require.NoError(t, owner.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err())
+	require.Eventually(t, func() bool {
+		after := clusterPubSubConns(t, ctx, owner)
+		return len(after) == 1 && after[0] != before[0] && subscribed()
+	}, 10*time.Second, 5*time.Millisecond, "subscribed again on one new connection")
+	for _, l := range leases {
+		released := time.Now()
+		require.NoError(t, l.Unlock(ctx))
+		select {
+		case at := <-got:
+			require.Less(t, at.Sub(released), 2*time.Second, "woken by the release, not by the 30 s lease")
+		case <-ctx.Done():
+			t.Fatal("waiter not woken")
+		}
+	}
+}
+
+// clusterPubSubConns returns the ids of the node's pub/sub connections.
+func clusterPubSubConns(t *testing.T, ctx context.Context, node *redis.Client) []string {
+	t.Helper()
+	list, err := node.Do(ctx, "CLIENT", "LIST", "TYPE", "pubsub").Text()
+	require.NoError(t, err)
+	var ids []string
+	for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
+		if id, ok := strings.CutPrefix(strings.Fields(line + " x")[0], "id="); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // clusterNames returns, for every primary's address, a name without a hash tag
@@ -220,4 +305,96 @@ func clusterHandOver(t *testing.T, ctx context.Context, cl *redistest.Cluster, m
 	at, ok := <-got
 	require.True(t, ok, "waiter failed")
 	return at.Sub(released)
+}
+
+// TestClusterFailover: holders and waiters of two clients loop on a lock while
+// the lock's shard fails over (CLUSTER FAILOVER on its replica): no two holders
+// overlap, no Lock waits past its 10 s deadline, and the lock works on the new
+// primary, whose shard channel the waiters follow.
+func TestClusterFailover(t *testing.T) {
+	cl := redistest.StartCluster(t, 3, 1)
+	ctx := testCtx(t, 90*time.Second)
+	name := redistest.Name(t)
+	admin := cl.Client(t)
+	owner, err := admin.MasterForKey(ctx, name)
+	require.NoError(t, err)
+	var replica *redistest.Server
+	for i, p := range cl.Primaries {
+		if p.Addr == owner.Options().Addr {
+			replica = cl.Replicas[i][0]
+		}
+	}
+	require.NotNil(t, replica)
+
+	var inside, violations, acquired, stuck, failed atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		c := newClient(t, cl.Client(t))
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				m := c.NewMutex(name)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					clusterFailoverTurn(ctx, m, &inside, &violations, &acquired, &stuck, &failed)
+				}
+			}()
+		}
+	}
+	require.Eventually(t, func() bool { return acquired.Load() > 20 }, 20*time.Second, 10*time.Millisecond)
+	before := acquired.Load()
+	rc := replica.Client(t)
+	require.NoError(t, rc.Do(ctx, "CLUSTER", "FAILOVER").Err())
+	require.Eventually(t, func() bool {
+		role, err := rc.Do(ctx, "ROLE").Slice()
+		return err == nil && role[0] == "master"
+	}, 20*time.Second, 10*time.Millisecond, "the replica took over")
+	promoted := acquired.Load()
+	require.Eventually(t, func() bool { return acquired.Load() > promoted+50 }, 30*time.Second, 10*time.Millisecond,
+		"acquisitions go on after the failover")
+	close(stop)
+	wg.Wait()
+	t.Logf("acquisitions: %d before the failover, %d in all; violations %d, stuck %d, failed calls %d",
+		before, acquired.Load(), violations.Load(), stuck.Load(), failed.Load())
+	require.Zero(t, violations.Load(), "two holders at once")
+	require.Zero(t, stuck.Load(), "a Lock waited past its 10 s deadline")
+	_, sharded := clusterSubscribers(ctx, cl, lua.ChannelName(name))
+	t.Logf("shard subscriptions left: %d", sharded)
+}
+
+// clusterFailoverTurn takes m once (10 s deadline), checks that nobody else is
+// inside, and unlocks, retrying the unlock while the cluster fails over.
+func clusterFailoverTurn(ctx context.Context, m *rlock.Mutex, inside, violations, acquired, stuck, failed *atomic.Int64) {
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	l, err := m.Lock(lctx)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		stuck.Add(1)
+		return
+	case err != nil:
+		failed.Add(1)
+		time.Sleep(20 * time.Millisecond) // Redis is failing over: do not spin
+		return
+	}
+	if !inside.CompareAndSwap(0, 1) {
+		violations.Add(1)
+	}
+	acquired.Add(1)
+	time.Sleep(time.Millisecond) // the critical section's work
+	inside.Store(0)
+	for range 100 {
+		err := l.Unlock(ctx)
+		if err == nil || errors.Is(err, rlock.ErrNotHeld) {
+			return
+		}
+		failed.Add(1)
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +14,10 @@ import (
 // healthCheck is how long a shard feed waits for traffic before it pings its
 // connection; a second silent interval declares the connection dead.
 const healthCheck = 3 * time.Second
+
+// movedWait bounds how long a feed waits for the client to learn a slot's new
+// owner after the old one gave it up.
+const movedWait = 5 * time.Second
 
 // shardFeed is the subscriber connection to one shard of a Redis Cluster: every
 // shard channel of the client whose slot that shard owned when it was first
@@ -52,6 +57,7 @@ func (f *shardFeed) run(ctx context.Context) {
 	var c *shardConn
 	defer func() { c.close() }()
 	backoff := time.Duration(0)
+	avoid := "" // a node that lost the feed's slots: connect elsewhere
 	for {
 		want := f.wanted()
 		if len(want) == 0 {
@@ -63,7 +69,8 @@ func (f *shardFeed) run(ctx context.Context) {
 			continue
 		}
 		if c == nil {
-			c = f.connect(ctx, anyOf(want))
+			c = f.connect(ctx, anyOf(want), avoid)
+			avoid = ""
 		}
 		if err := c.sync(ctx, want); err != nil {
 			c = f.drop(ctx, c, &backoff)
@@ -74,9 +81,13 @@ func (f *shardFeed) run(ctx context.Context) {
 			return
 		case <-f.poke:
 		case r := <-c.in:
-			if f.handle(ctx, c, r) {
+			switch f.handle(ctx, c, r) {
+			case keep:
 				backoff = 0
-			} else {
+			case moved:
+				avoid = c.addr
+				c = f.drop(ctx, c, &backoff)
+			default:
 				c = f.drop(ctx, c, &backoff)
 			}
 		}
@@ -128,31 +139,45 @@ func (f *shardFeed) drop(ctx context.Context, c *shardConn, backoff *time.Durati
 	return nil
 }
 
-// handle acts on one result of the connection and reports whether the
-// connection is still good.
-func (f *shardFeed) handle(ctx context.Context, c *shardConn, r received) bool {
+// verdict is what a feed makes of something its connection received.
+type verdict int
+
+const (
+	keep      verdict = iota // the connection is fine
+	reconnect                // broken, silent, or an error reply: connect again
+	moved                    // the node gave up the slots: connect to their new owner
+)
+
+// handle acts on one result of the connection.
+func (f *shardFeed) handle(ctx context.Context, c *shardConn, r received) verdict {
 	var ne net.Error
 	switch m := r.msg.(type) {
 	case nil:
-		if errors.As(r.err, &ne) && ne.Timeout() && !c.pinged {
+		switch {
+		case errors.As(r.err, &ne) && ne.Timeout() && !c.pinged:
 			c.pinged = true
-			return c.ps.Ping(ctx) == nil
+			if c.ps.Ping(ctx) != nil {
+				return reconnect
+			}
+			return keep
+		case r.err != nil && strings.HasPrefix(r.err.Error(), "MOVED"):
+			return moved
 		}
-		return false // an error reply, a broken or silent connection
+		return reconnect
 	case *redis.Subscription:
 		switch m.Kind {
 		case "ssubscribe":
 			f.h.subscribed(m.Channel)
 		case "sunsubscribe":
-			if _, asked := c.have[m.Channel]; asked {
-				return false // the server dropped it: its slot moved
+			if _, carried := c.have[m.Channel]; carried {
+				return moved // not asked for: the server dropped it, its slot moved
 			}
 		}
 	case *redis.Message:
 		f.h.deliver(m.Channel, m.Payload == "1")
 	}
 	c.pinged = false
-	return true
+	return keep
 }
 
 // shardConn is one connection of a feed and the goroutine that reads it.
@@ -160,14 +185,32 @@ type shardConn struct {
 	ps     *redis.PubSub
 	in     chan received
 	quit   chan struct{}       // closed by close: the reader stops
+	addr   string              // the node, as the client's view of the cluster named it
 	have   map[string]struct{} // channels SSUBSCRIBEd on ps
 	pinged bool                // a health-check PING is unanswered
 	wg     sync.WaitGroup
 }
 
-// connect opens a connection to the shard that owns first's slot.
-func (f *shardFeed) connect(ctx context.Context, first string) *shardConn {
+// connect opens a connection to the shard that owns first's slot. When avoid is
+// set (the node that just gave the slot up), it first waits, for at most
+// movedWait, until the client's view of the cluster names another owner: a
+// connection to the old owner, now a replica, would hear nothing.
+func (f *shardFeed) connect(ctx context.Context, first, avoid string) *shardConn {
+	deadline := time.Now().Add(movedWait)
+	for avoid != "" && time.Now().Before(deadline) {
+		if m, err := f.rdb.MasterForKey(ctx, first); err == nil && m.Options().Addr != avoid {
+			break
+		}
+		f.rdb.ReloadState(ctx)
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 	c := &shardConn{ps: f.rdb.SSubscribe(ctx), in: make(chan received), quit: make(chan struct{}), have: map[string]struct{}{}}
+	if m, err := f.rdb.MasterForKey(ctx, first); err == nil {
+		c.addr = m.Options().Addr
+	}
 	_ = c.ps.SSubscribe(ctx, first) // routes the connection; an error shows up in the reader
 	c.have[first] = struct{}{}
 	c.wg.Add(1)
