@@ -1,0 +1,83 @@
+package integration
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/holdfast-go/holdfast/integration/redistest"
+	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/rlock"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSentinelPrimaryKilled: with Sentinel (a primary, 2 replicas, 3 Sentinels)
+// and go-redis' failover client, the primary is killed while client A holds a
+// lock (replicated) and client B waits for it. The Sentinels promote a replica;
+// A's hold survives (its watchdog renews on the new primary), A's Unlock goes to
+// the new primary, B, subscribed again there, is woken by it, and new locks work.
+func TestSentinelPrimaryKilled(t *testing.T) {
+	f := redistest.StartFailover(t, 2, 3)
+	ctx := testCtx(t, 90*time.Second)
+	opts := func(o *redis.FailoverOptions) { o.MaxRetries = 10 }
+	ra, rb := f.Client(t, opts), f.Client(t, opts)
+	a := newClient(t, ra, rlock.WithWatchdogTimeout(6*time.Second))
+	b := newClient(t, rb, rlock.WithWatchdogTimeout(6*time.Second))
+	name := redistest.Name(t)
+
+	la, err := a.NewMutex(name).Lock(ctx)
+	require.NoError(t, err)
+	acked, err := ra.Do(ctx, "WAIT", 2, 5000).Int()
+	require.NoError(t, err)
+	require.Equal(t, 2, acked, "the hold reached both replicas before the kill")
+
+	type result struct {
+		at  time.Time
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		lb, err := b.NewMutex(name).Lock(ctx)
+		got <- result{time.Now(), err}
+		if err == nil {
+			_ = lb.Unlock(ctx)
+		}
+	}()
+	primary := f.Primary.Client(t)
+	channel := lua.ChannelName(name)
+	require.Eventually(t, func() bool { return primary.PubSubNumSub(ctx, channel).Val()[channel] == 1 },
+		10*time.Second, 5*time.Millisecond, "B subscribed")
+
+	f.Primary.Kill()
+	killed := time.Now()
+	promoted, err := f.WaitMasterChange(ctx, f.Primary.Addr)
+	require.NoError(t, err)
+	t.Logf("Sentinels promoted %s %v after the kill", promoted, time.Since(killed).Round(time.Millisecond))
+	newPrimary := redis.NewClient(&redis.Options{Addr: promoted})
+	defer newPrimary.Close()
+	require.Eventually(t, func() bool { return newPrimary.PubSubNumSub(ctx, channel).Val()[channel] == 1 },
+		20*time.Second, 10*time.Millisecond, "B subscribed again on the new primary")
+	select {
+	case r := <-got:
+		t.Fatalf("B acquired while A held the lock: %v", r.err)
+	default:
+	}
+	require.Nil(t, la.Err(), "A's hold survived the failover")
+
+	var unlocked time.Time
+	require.Eventually(t, func() bool {
+		err := la.Unlock(ctx)
+		unlocked = time.Now()
+		return err == nil || errors.Is(err, rlock.ErrNotHeld)
+	}, 20*time.Second, 50*time.Millisecond)
+	require.ErrorIs(t, la.Err(), rlock.ErrUnlocked, "A's Unlock went to the new primary")
+	r := <-got
+	require.NoError(t, r.err)
+	t.Logf("B acquired %v after A's Unlock", r.at.Sub(unlocked).Round(time.Millisecond))
+	require.Less(t, r.at.Sub(unlocked), 2*time.Second, "woken by the release, not by the lease")
+
+	lc, err := a.NewMutex(redistest.Name(t) + ":after").TryLock(ctx)
+	require.NoError(t, err, "new locks work")
+	require.NoError(t, lc.Unlock(ctx))
+}
