@@ -76,6 +76,7 @@ type AcquireArgs struct {
 	Field    Text   // the owner, "<client uuid>:<owner id>"
 	Lease    Millis // time to live given to the lock on success
 	Expected int64  // the owner's hold count as the caller knows it
+	Acks     Acks   // replica acknowledgements to wait for
 }
 
 // AcquireReply is what Acquire found.
@@ -89,6 +90,8 @@ type AcquireReply struct {
 	// nothing was changed. Count == 0 means the owner's holds were lost.
 	Resync bool
 	Count  int64
+	// Acked is how many replicas acknowledged the call's writes, when Acks asked.
+	Acked int
 }
 
 // Acquire takes the lock for an owner or re-enters it (acquire.lua). A second
@@ -96,14 +99,22 @@ type AcquireReply struct {
 // more. A value at Key that is not a hash fails with a WRONGTYPE error and stays as it
 // was.
 func Acquire(ctx context.Context, rdb Processor, a AcquireArgs) (AcquireReply, error) {
-	v, err := acquireScript.run(ctx, rdb, []any{nil, nil, 1, a.Lock.key, a.Lease.arg(), a.Field.arg(), a.Expected})
+	args := []any{nil, nil, 1, a.Lock.key, a.Lease.arg(), a.Field.arg(), a.Expected}
+	var v any
+	var acked int
+	var err error
+	if a.Acks.Replicas > 0 {
+		v, acked, err = acquireScript.runAcked(ctx, rdb, args, a.Acks)
+	} else {
+		v, err = acquireScript.run(ctx, rdb, args)
+	}
 	if err != nil {
 		return AcquireReply{}, err
 	}
 	switch v := v.(type) {
 	case string:
 		if v == "OK" {
-			return AcquireReply{Acquired: true}, nil
+			return AcquireReply{Acquired: true, Acked: acked}, nil
 		}
 	case int64:
 		return AcquireReply{TTL: ttl(v)}, nil
@@ -133,6 +144,7 @@ type ReleaseArgs struct {
 	OnlyIfAlone bool
 	LatchTTL    Millis // how long a retried call can still arrive
 	Publish     string // Publish or ShardedPublish; "" means Publish
+	Acks        Acks   // replica acknowledgements to wait for
 }
 
 // ReleaseOutcome says what Release did.
@@ -151,6 +163,7 @@ const (
 type ReleaseReply struct {
 	Outcome ReleaseOutcome
 	Count   int64 // the owner's count in Redis when Outcome is Resync
+	Acked   int   // how many replicas acknowledged the call's writes, when Acks asked
 }
 
 // Release gives back Levels holds of an owner. A partial release
@@ -159,16 +172,21 @@ type ReleaseReply struct {
 // Redis had, and publishes UnlockMessage on the lock's channel, or hands the lock
 // to Successor. A retried execution of the same request answers as the first did.
 func Release(ctx context.Context, rdb Processor, a ReleaseArgs) (ReleaseReply, error) {
-	var v any
-	var err error
+	s, args := releaseScript, releaseArgs(a)
 	if levels := max(a.Levels, 1); levels < a.Expected {
-		v, err = releasePartialScript.run(ctx, rdb, []any{nil, nil, 1, a.Lock.key, a.Field.arg(), a.Lease.arg(), a.Expected, levels})
+		s, args = releasePartialScript, []any{nil, nil, 1, a.Lock.key, a.Field.arg(), a.Lease.arg(), a.Expected, levels}
+	}
+	var v any
+	var acked int
+	var err error
+	if a.Acks.Replicas > 0 {
+		v, acked, err = s.runAcked(ctx, rdb, args, a.Acks)
 	} else {
-		v, err = releaseScript.run(ctx, rdb, releaseArgs(a))
+		v, err = s.run(ctx, rdb, args)
 	}
 	switch {
 	case errors.Is(err, redis.Nil):
-		return ReleaseReply{Outcome: NotHeld}, nil
+		return ReleaseReply{Outcome: NotHeld, Acked: acked}, nil
 	case err != nil:
 		return ReleaseReply{}, err
 	}
@@ -176,11 +194,11 @@ func Release(ctx context.Context, rdb Processor, a ReleaseArgs) (ReleaseReply, e
 	case int64:
 		switch v {
 		case 0:
-			return ReleaseReply{Outcome: Partial}, nil
+			return ReleaseReply{Outcome: Partial, Acked: acked}, nil
 		case 1:
-			return ReleaseReply{Outcome: Released}, nil
+			return ReleaseReply{Outcome: Released, Acked: acked}, nil
 		case 2:
-			return ReleaseReply{Outcome: HandedOff}, nil
+			return ReleaseReply{Outcome: HandedOff, Acked: acked}, nil
 		}
 	case []any:
 		if n, ok := firstInt(v); ok {

@@ -38,6 +38,9 @@ func (c *Client) attempt(ctx context.Context, o *owner, lk *lua.Lock, lo lockOpt
 		switch {
 		case err != nil:
 			return nil, 0, c.acquireFailed(a, err)
+		case r.Acquired && r.Acked < a.Acks.Replicas:
+			c.undoAcquire(a)
+			return nil, 0, &NotReplicatedError{Lock: name, Acked: r.Acked, Wanted: a.Acks.Replicas, Timeout: a.Acks.Timeout}
 		case r.Acquired:
 			l, err := c.acquired(o, a, lo, sent)
 			return l, 0, err
@@ -98,7 +101,11 @@ func (c *Client) adopt(o *owner, name string, count int64) error {
 
 // acquireArgs returns the first acquisition of lk by o with options lo.
 func (c *Client) acquireArgs(lk *lua.Lock, o *owner, lo lockOptions) lua.AcquireArgs {
-	return lua.AcquireArgs{Lock: lk, Field: c.field(o), Lease: c.leaseOf(lo)}
+	acks := c.opts.acks
+	if lo.acks != nil {
+		acks = *lo.acks
+	}
+	return lua.AcquireArgs{Lock: lk, Field: c.field(o), Lease: c.leaseOf(lo), Acks: acks}
 }
 
 // undoAcquire takes back an acquisition a whose outcome is unknown or unwanted:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // Errors returned by this package. Test for them with errors.Is: returned errors
@@ -37,6 +38,14 @@ var (
 	// field. Nothing was changed; the call may be retried.
 	ErrConflict = errors.New("rlock: the owner's hold count changed under the call")
 
+	// ErrNotReplicated: fewer replicas than required (WithReplicaAcks, WithAcks)
+	// acknowledged an acquisition or a release in time. An acquisition is undone
+	// before the error is returned; a release is not (it cannot be): the lease
+	// ends, but after a failover to a replica that missed the release the lock may
+	// still be held by the owner until its lease runs out. The error is a
+	// *NotReplicatedError, which says how many replicas acknowledged.
+	ErrNotReplicated = errors.New("rlock: not replicated")
+
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("rlock: client closed")
 
@@ -68,3 +77,25 @@ func quote(name string) string {
 	}
 	return strconv.Quote(name)
 }
+
+// NotReplicatedError is the error of a call that fewer replicas than required
+// acknowledged in time. It matches ErrNotReplicated.
+type NotReplicatedError struct {
+	Lock    string        // the lock's name
+	Unlock  bool          // the call was a release (else an acquisition, undone)
+	Acked   int           // replicas that acknowledged within Timeout
+	Wanted  int           // replicas required
+	Timeout time.Duration // how long the call waited for them
+}
+
+func (e *NotReplicatedError) Error() string {
+	op, then := "lock", "the acquisition was undone"
+	if e.Unlock {
+		op, then = "unlock", "the lock was released on the primary only"
+	}
+	return fmt.Sprintf("%v: %s %s: %d of %d replicas acknowledged within %v; %s",
+		ErrNotReplicated, op, quote(e.Lock), e.Acked, e.Wanted, e.Timeout, then)
+}
+
+// Is reports whether target is ErrNotReplicated.
+func (e *NotReplicatedError) Is(target error) bool { return target == ErrNotReplicated }

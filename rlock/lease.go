@@ -3,6 +3,8 @@ package rlock
 import (
 	"context"
 	"time"
+
+	"github.com/holdfast-go/holdfast/lua"
 )
 
 // Lease is one acquisition of a lock: Unlock gives it back. Reentrant
@@ -13,6 +15,7 @@ type Lease struct {
 	c     *Client
 	h     *hold
 	lease time.Duration // fixed lease; 0 for a watchdog lease
+	acks  lua.Acks      // replica acknowledgements its release waits for
 	done  chan struct{} // made by the first Done call; guarded by c.mu
 	err   error         // guarded by c.mu; set when the lease ends
 

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/holdfast-go/holdfast/lua"
 	"github.com/holdfast-go/holdfast/watchdog"
 )
 
@@ -20,6 +21,7 @@ type clientOptions struct {
 	renewInterval   time.Duration // default watchdogTimeout/3
 	logger          *slog.Logger  // default none
 	onLost          func(name string, err error)
+	acks            lua.Acks // default none
 }
 
 // WithWatchdogTimeout sets the lease of holds taken without WithLeaseTime; the
@@ -47,7 +49,22 @@ func WithOnLost(f func(name string, err error)) ClientOption {
 	return func(o *clientOptions) { o.onLost = f }
 }
 
+// WithReplicaAcks makes every acquisition and release of the client wait, in the
+// same round trip, until replicas replicas of the lock's primary have its write,
+// for at most timeout (Redis' WAIT; Redisson's checkLockSyncedSlaves with
+// slavesSyncTimeout). An acquisition that fewer replicas acknowledged is undone
+// and fails with ErrNotReplicated: after a failover to a replica that missed it,
+// another owner could take the lock too. Default: no acknowledgement (one
+// primary's word, as bsm/redislock and redsync on one server). A timeout of zero
+// means 1 s. WithAcks overrides it for one call.
+func WithReplicaAcks(replicas int, timeout time.Duration) ClientOption {
+	return func(o *clientOptions) { o.acks = lua.Acks{Replicas: replicas, Timeout: timeout} }
+}
+
 func (o *clientOptions) validate() error {
+	if err := validAcks(&o.acks); err != nil {
+		return err
+	}
 	switch {
 	case o.watchdogTimeout < 0:
 		return fmt.Errorf("%w: negative watchdog timeout %v", ErrInvalidArgument, o.watchdogTimeout)
@@ -76,6 +93,25 @@ type LockOption func(*lockOptions)
 type lockOptions struct {
 	leaseTime time.Duration // 0: watchdog
 	waitTime  time.Duration // TryLock only; 0: one attempt
+	acks      *lua.Acks     // nil: the client's WithReplicaAcks
+}
+
+// WithAcks sets, for this acquisition and the release of its lease, the replica
+// acknowledgements WithReplicaAcks sets for the whole client; replicas 0 asks for
+// none.
+func WithAcks(replicas int, timeout time.Duration) LockOption {
+	return func(o *lockOptions) { o.acks = &lua.Acks{Replicas: replicas, Timeout: timeout} }
+}
+
+// validAcks checks a and gives a timeout of zero its default, 1 s.
+func validAcks(a *lua.Acks) error {
+	if a.Replicas < 0 || a.Timeout < 0 {
+		return fmt.Errorf("%w: negative replica acknowledgement (%d replicas, timeout %v)", ErrInvalidArgument, a.Replicas, a.Timeout)
+	}
+	if a.Replicas > 0 && a.Timeout == 0 {
+		a.Timeout = time.Second
+	}
+	return nil
 }
 
 // WithLeaseTime gives the hold a fixed lease: the lock expires d after it was
@@ -106,6 +142,10 @@ func newLockOptions(opts []LockOption) (lockOptions, error) {
 		return o, fmt.Errorf("%w: negative lease time %v", ErrInvalidArgument, o.leaseTime)
 	case o.waitTime < 0:
 		return o, fmt.Errorf("%w: negative wait time %v", ErrInvalidArgument, o.waitTime)
+	case o.acks != nil:
+		if err := validAcks(o.acks); err != nil {
+			return o, err
+		}
 	}
 	return o, nil
 }

@@ -39,6 +39,8 @@ func (c *Client) release(ctx context.Context, l *Lease) (*Lease, error) {
 		switch {
 		case again && try > 0:
 			return nil, fmt.Errorf("%w: unlock %s", ErrConflict, quote(name))
+		case !again && err == nil && r.Acked < a.Acks.Replicas:
+			return back, &NotReplicatedError{Lock: name, Unlock: true, Acked: r.Acked, Wanted: a.Acks.Replicas, Timeout: a.Acks.Timeout}
 		case !again:
 			return back, err
 		}
@@ -60,7 +62,7 @@ func (c *Client) prepareRelease(l *Lease, publish string) (lua.ReleaseArgs, *wai
 	}
 	a := lua.ReleaseArgs{
 		Lock: h.e.lk, Field: h.field, Expected: h.count, Levels: 1,
-		LatchTTL: c.latchTTL, Publish: publish,
+		LatchTTL: c.latchTTL, Publish: publish, Acks: l.acks,
 	}
 	if len(h.leases) == 1 {
 		a.Levels = h.count

@@ -157,7 +157,7 @@ func (c *Client) grant(o *owner, a lua.AcquireArgs, lo lockOptions, sent time.Ti
 	}
 	e.pace.acquired()
 	h.count = a.Expected + 1
-	l := &Lease{c: c, h: h, lease: lo.leaseTime}
+	l := &Lease{c: c, h: h, lease: lo.leaseTime, acks: a.Acks}
 	h.leases = append(h.leases, l)
 	deadline := sent.Add(a.Lease.Duration())
 	if h.wd == nil {
