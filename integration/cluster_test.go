@@ -27,6 +27,90 @@ func TestCluster(t *testing.T) {
 	t.Run("CounterTwoClients", func(t *testing.T) { clusterCounter(t, cl) })
 	t.Run("WaiterWokenInEveryShard", func(t *testing.T) { clusterWaiterWoken(t, cl) })
 	t.Run("ShardFeedReconnects", func(t *testing.T) { clusterFeedReconnects(t, cl) })
+	t.Run("MultiLockThreeShards", func(t *testing.T) { clusterMultiLock(t, cl) })
+}
+
+// clusterMultiLock: a MultiLock over locks in the three shards is all or
+// nothing, a second one waits for it (woken by its release) and two MultiLocks
+// listing the same locks in opposite orders never deadlock.
+func clusterMultiLock(t *testing.T, cl *redistest.Cluster) {
+	ctx := testCtx(t, 60*time.Second)
+	ca, cb := newClient(t, cl.Client(t)), newClient(t, cl.Client(t))
+	var names []string
+	for _, ns := range clusterNames(t, cl, cl.Client(t), redistest.Name(t)) {
+		names = append(names, ns[0])
+	}
+	require.Len(t, names, 3)
+	mutexes := func(c *rlock.Client, order []int) []*rlock.Mutex {
+		var ms []*rlock.Mutex
+		for _, i := range order {
+			ms = append(ms, c.NewMutex(names[i]))
+		}
+		return ms
+	}
+
+	// All or nothing: B holds the last part, A's TryLock takes none.
+	lb, err := cb.NewMutex(names[2]).Lock(ctx)
+	require.NoError(t, err)
+	_, err = rlock.NewMultiLock(mutexes(ca, []int{0, 1, 2})...).TryLock(ctx)
+	require.ErrorIs(t, err, rlock.ErrNotAcquired)
+	for _, n := range names[:2] {
+		locked, err := ca.NewMutex(n).IsLocked(ctx)
+		require.NoError(t, err)
+		require.False(t, locked, "%s was given back", n)
+	}
+
+	// A waits for B's part, woken by its release.
+	got := make(chan *rlock.MultiLease, 1)
+	go func() {
+		l, err := rlock.NewMultiLock(mutexes(ca, []int{2, 0, 1})...).Lock(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	require.Eventually(t, func() bool {
+		_, sharded := clusterSubscribers(ctx, cl, lua.ChannelName(names[2]))
+		return sharded > 0
+	}, 10*time.Second, 5*time.Millisecond)
+	released := time.Now()
+	require.NoError(t, lb.Unlock(ctx))
+	la := <-got
+	require.NotNil(t, la)
+	t.Logf("MultiLock acquired %v after the release", time.Since(released).Round(time.Millisecond))
+	require.Len(t, la.Leases(), 3)
+	_, err = cb.NewMutex(names[0]).TryLock(ctx)
+	require.ErrorIs(t, err, rlock.ErrNotAcquired)
+	require.NoError(t, la.Err())
+	require.NoError(t, la.Unlock(ctx))
+	<-la.Done()
+	require.ErrorIs(t, la.Err(), rlock.ErrUnlocked)
+
+	// Opposite orders, two clients, 2 × 20 rounds: no deadlock.
+	var wg sync.WaitGroup
+	for k, c := range []*rlock.Client{ca, cb} {
+		order := []int{0, 1, 2}
+		if k == 1 {
+			order = []int{2, 1, 0}
+		}
+		ml := rlock.NewMultiLock(mutexes(c, order)...)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				l, err := ml.Lock(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if err := l.Unlock(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // clusterFeedReconnects: waiters of one client on locks of four slots of one shard

@@ -1,0 +1,155 @@
+package rlock
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+)
+
+// MultiLock takes several locks as one, all or none (Redisson's RedissonMultiLock):
+// locks of one client or of several, on one Redis or on independent ones, in
+// different slots of a Cluster. It is a handle like Mutex: cheap, stateless,
+// safe for concurrent use.
+//
+// The locks are taken one after the other in a fixed order (by name, then by
+// client id), so two MultiLocks over the same locks, listed in any order, never
+// wait for each other in a cycle. Waiting for a part is that part's Mutex.Lock:
+// pub/sub-driven, bounded by its holder's lease. A part that appears twice (the
+// same client and name) is re-entered.
+type MultiLock struct {
+	parts []*Mutex // in acquisition order
+}
+
+// NewMultiLock returns a MultiLock over mutexes, which must not be empty.
+func NewMultiLock(mutexes ...*Mutex) *MultiLock {
+	parts := slices.Clone(mutexes)
+	slices.SortStableFunc(parts, func(a, b *Mutex) int {
+		return cmp.Or(cmp.Compare(a.name, b.name), cmp.Compare(a.c.id, b.c.id))
+	})
+	return &MultiLock{parts: parts}
+}
+
+// Lock takes every part, waiting for each in turn until ctx is done. On any
+// failure it gives back the parts it took and returns the error, which matches
+// what the failing part's Lock returned. Options apply to every part.
+//
+// Without an owner in ctx, the parts are taken for one fresh owner, so that a
+// name listed twice is re-entered rather than waited for.
+func (m *MultiLock) Lock(ctx context.Context, opts ...LockOption) (*MultiLease, error) {
+	return m.take(ctx, func(ctx context.Context, p *Mutex) (*Lease, error) { return p.Lock(ctx, opts...) })
+}
+
+// TryLock takes every part with one attempt each, or with WithWaitTime waits up
+// to that time for all of them together. When a part cannot be taken it gives
+// back those it took and returns an error matching ErrNotAcquired.
+func (m *MultiLock) TryLock(ctx context.Context, opts ...LockOption) (*MultiLease, error) {
+	lo, err := newLockOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if lo.waitTime > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, lo.waitTime, errWaitElapsed)
+		defer cancel()
+		return m.take(ctx, func(ctx context.Context, p *Mutex) (*Lease, error) { return p.Lock(ctx, opts...) })
+	}
+	return m.take(ctx, func(ctx context.Context, p *Mutex) (*Lease, error) { return p.TryLock(ctx, opts...) })
+}
+
+// take takes the parts in order with lock, or none.
+func (m *MultiLock) take(ctx context.Context, lock func(context.Context, *Mutex) (*Lease, error)) (*MultiLease, error) {
+	if len(m.parts) == 0 {
+		return nil, fmt.Errorf("%w: a MultiLock needs at least one lock", ErrInvalidArgument)
+	}
+	if ownerFrom(ctx) == nil {
+		ctx = WithOwner(ctx)
+	}
+	leases := make([]*Lease, 0, len(m.parts))
+	for _, p := range m.parts {
+		l, err := lock(ctx, p)
+		if err != nil {
+			giveBackAll(context.WithoutCancel(ctx), leases)
+			return nil, err
+		}
+		leases = append(leases, l)
+	}
+	return newMultiLease(leases), nil
+}
+
+// giveBackAll unlocks leases, the last first, ignoring errors: a part that
+// cannot be unlocked expires with its lease.
+func giveBackAll(ctx context.Context, leases []*Lease) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for i := len(leases) - 1; i >= 0; i-- {
+		_ = leases[i].Unlock(ctx)
+	}
+}
+
+// MultiLease is the acquisition of a MultiLock or a RedLock: the leases of its
+// parts, given back together. Done is closed as soon as any part's lease ends.
+type MultiLease struct {
+	parts []*Lease
+
+	once sync.Once
+	done chan struct{} // made by the first Done call
+}
+
+func newMultiLease(parts []*Lease) *MultiLease {
+	return &MultiLease{parts: parts}
+}
+
+// Leases returns the parts' leases, in acquisition order.
+func (l *MultiLease) Leases() []*Lease { return slices.Clone(l.parts) }
+
+// Done returns a channel closed when any part's lease ends: the parts are then
+// no longer all held.
+func (l *MultiLease) Done() <-chan struct{} {
+	l.once.Do(func() {
+		l.done = make(chan struct{})
+		cases := make([]reflect.SelectCase, len(l.parts))
+		for i, p := range l.parts {
+			cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(p.Done())}
+		}
+		// Every part's Done closes at the latest when its client is closed, so
+		// this goroutine ends.
+		go func() {
+			reflect.Select(cases)
+			close(l.done)
+		}()
+	})
+	return l.done
+}
+
+// Err returns nil while every part is held, else why the first part to end
+// ended (ErrUnlocked, ErrLockLost, ErrClosed).
+func (l *MultiLease) Err() error {
+	for _, p := range l.parts {
+		if err := p.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Unlock gives back every part, the last taken first, and returns their errors
+// joined. A part whose unlock fails stays open (see Lease.Unlock): calling Unlock
+// again retries it and skips those already given back.
+func (l *MultiLease) Unlock(ctx context.Context) error {
+	var errs []error
+	for i := len(l.parts) - 1; i >= 0; i-- {
+		p := l.parts[i]
+		if errors.Is(p.Err(), ErrUnlocked) {
+			continue
+		}
+		if err := p.Unlock(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
