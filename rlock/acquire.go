@@ -15,8 +15,8 @@ import (
 // an error matching ErrNotAcquired and the holder's remaining lease (-1: none).
 func (c *Client) attempt(ctx context.Context, o *owner, lk *lua.Lock, lo lockOptions) (*Lease, time.Duration, error) {
 	name := lk.Name()
-	o.begin(name)
-	defer o.end(name)
+	o.begin(lockRef{c, name})
+	defer o.end(lockRef{c, name})
 	c.mu.Lock()
 	if c.ctx.Err() != nil {
 		c.mu.Unlock()

@@ -94,7 +94,8 @@ func giveBackAll(ctx context.Context, leases []*Lease) {
 // MultiLease is the acquisition of a MultiLock or a RedLock: the leases of its
 // parts, given back together. Done is closed as soon as any part's lease ends.
 type MultiLease struct {
-	parts []*Lease
+	parts      []*Lease
+	validUntil time.Time // RedLock with a fixed lease: the end of its validity
 
 	once sync.Once
 	done chan struct{} // made by the first Done call
@@ -103,6 +104,12 @@ type MultiLease struct {
 func newMultiLease(parts []*Lease) *MultiLease {
 	return &MultiLease{parts: parts}
 }
+
+// ValidUntil returns, for a RedLock taken with WithLeaseTime, the end of its
+// validity: the round's start plus the lease, minus the round's time and the
+// clock drift allowance. It is zero otherwise (a MultiLock, or watchdog leases
+// that the parts' clients renew).
+func (l *MultiLease) ValidUntil() time.Time { return l.validUntil }
 
 // Leases returns the parts' leases, in acquisition order.
 func (l *MultiLease) Leases() []*Lease { return slices.Clone(l.parts) }

@@ -16,13 +16,14 @@ import (
 type owner struct {
 	id int64 // random, positive
 
-	// The owner's script calls on one lock are serialized, so that the hold count
-	// a call sends as its expected value is never stale because of the owner's own
-	// concurrent calls on that lock. Calls on different locks run in parallel.
+	// The owner's script calls on one lock of one client are serialized, so that
+	// the hold count a call sends as its expected value is never stale because of
+	// the owner's own concurrent calls on that lock. Calls on different locks, or
+	// on locks of the same name in different clients (a RedLock), run in parallel.
 	mu      sync.Mutex
-	idle    sync.Cond // L = &mu; broadcast when a call ends
-	busy    []string  // the locks with a call of this owner in flight
-	busyBuf [1]string // busy's first backing array: no allocation for one call
+	idle    sync.Cond  // L = &mu; broadcast when a call ends
+	busy    []lockRef  // the locks with a call of this owner in flight
+	busyBuf [1]lockRef // busy's first backing array: no allocation for one call
 
 	// The owner's field, "<client id>:<owner id>", for the client that used the
 	// owner last: built once, not on every call.
@@ -75,21 +76,27 @@ func ownerFrom(ctx context.Context) *owner {
 	return o
 }
 
-// begin waits until no other call of the owner on the lock name is in flight,
-// and marks this one. end must follow.
-func (o *owner) begin(name string) {
+// lockRef names one lock of one client.
+type lockRef struct {
+	c    *Client
+	name string
+}
+
+// begin waits until no other call of the owner on the lock is in flight, and
+// marks this one. end must follow.
+func (o *owner) begin(lock lockRef) {
 	o.mu.Lock()
-	for slices.Contains(o.busy, name) {
+	for slices.Contains(o.busy, lock) {
 		o.idle.Wait()
 	}
-	o.busy = append(o.busy, name)
+	o.busy = append(o.busy, lock)
 	o.mu.Unlock()
 }
 
-// end marks the owner's call on the lock name finished.
-func (o *owner) end(name string) {
+// end marks the owner's call on the lock finished.
+func (o *owner) end(lock lockRef) {
 	o.mu.Lock()
-	if i := slices.Index(o.busy, name); i >= 0 {
+	if i := slices.Index(o.busy, lock); i >= 0 {
 		o.busy = slices.Delete(o.busy, i, i+1)
 	}
 	o.idle.Broadcast()

@@ -17,8 +17,8 @@ import (
 // give back (giveBack).
 func (c *Client) release(ctx context.Context, l *Lease) (*Lease, error) {
 	name := l.h.e.name
-	l.h.owner.begin(name)
-	defer l.h.owner.end(name)
+	l.h.owner.begin(lockRef{c, name})
+	defer l.h.owner.end(lockRef{c, name})
 	publish := c.publishCommand(ctx)
 	for try := 0; ; try++ {
 		a, succ, err := c.prepareRelease(l, publish)

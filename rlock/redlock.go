@@ -1,0 +1,164 @@
+package rlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"sync"
+	"time"
+)
+
+// redLockRetry is the mean pause between two rounds of a waiting RedLock when no
+// release message arrives first; each pause is drawn uniformly from half to one
+// and a half times it, so that competing clients do not retry in step.
+const redLockRetry = 200 * time.Millisecond
+
+// RedLock is a lock held while a majority of independent Redis primaries grant
+// it: the Redlock algorithm as the Redis documentation states it (Redisson's
+// RedissonRedLock, deprecated there; redsync's Mutex). Each part is a Mutex of
+// its own Client, one Client per primary, usually all with the same name. It is
+// a handle like Mutex: cheap, stateless, safe for concurrent use.
+//
+// A round tries every part at once, each with a timeout of a twentieth of the
+// lease (between 10 ms and 1 s). It succeeds when more than half of the parts
+// granted the lock and the lease left after the round, minus a clock drift
+// allowance (1 % of the lease + 2 ms), is positive; otherwise it gives back what
+// it took. Read docs/safety.md before relying on it: its safety rests on bounded
+// clock drift and process pauses, which Redis cannot check.
+type RedLock struct {
+	parts []*Mutex
+}
+
+// NewRedLock returns a RedLock over mutexes, one per independent primary.
+func NewRedLock(mutexes ...*Mutex) *RedLock {
+	return &RedLock{parts: append([]*Mutex(nil), mutexes...)}
+}
+
+// TryLock makes one round, or with WithWaitTime retries rounds up to that time
+// (see Lock). It returns an error matching ErrNotAcquired when no round won a
+// valid majority.
+func (r *RedLock) TryLock(ctx context.Context, opts ...LockOption) (*MultiLease, error) {
+	lo, err := newLockOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if lo.waitTime <= 0 {
+		return r.round(ctx, lo)
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, lo.waitTime, errWaitElapsed)
+	defer cancel()
+	return r.lock(ctx, lo)
+}
+
+// Lock makes rounds until one wins a valid majority or ctx is done. Between
+// rounds it waits for a release message on any part that refused, or for a
+// jittered pause (about 200 ms), whichever comes first.
+func (r *RedLock) Lock(ctx context.Context, opts ...LockOption) (*MultiLease, error) {
+	lo, err := newLockOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	return r.lock(ctx, lo)
+}
+
+func (r *RedLock) lock(ctx context.Context, lo lockOptions) (*MultiLease, error) {
+	for {
+		l, err := r.round(ctx, lo)
+		if err == nil || !errors.Is(err, ErrNotAcquired) || ctx.Err() != nil {
+			return l, err
+		}
+		r.pause(ctx)
+	}
+}
+
+// round tries every part at once and keeps the acquisitions if they make a
+// valid majority, else gives them back.
+func (r *RedLock) round(ctx context.Context, lo lockOptions) (*MultiLease, error) {
+	if len(r.parts) == 0 {
+		return nil, fmt.Errorf("%w: a RedLock needs at least one lock", ErrInvalidArgument)
+	}
+	if ownerFrom(ctx) == nil {
+		ctx = WithOwner(ctx)
+	}
+	lease := r.parts[0].c.leaseOf(lo).Duration()
+	start := time.Now()
+	leases, errs := r.tryAll(ctx, lo, min(max(lease/20, 10*time.Millisecond), time.Second))
+	validity := lease - time.Since(start) - (lease/100 + 2*time.Millisecond)
+	if len(leases) > len(r.parts)/2 && validity > 0 {
+		l := newMultiLease(leases)
+		if lo.leaseTime > 0 {
+			l.validUntil = start.Add(validity)
+		}
+		return l, nil
+	}
+	giveBackAll(context.WithoutCancel(ctx), leases)
+	if err := ctx.Err(); err != nil {
+		return nil, notAcquired(ctx, r.parts[0].name)
+	}
+	return nil, fmt.Errorf("%w: %s: %d of %d primaries granted it, %v of its lease left (first refusal: %w)",
+		ErrNotAcquired, quote(r.parts[0].name), len(leases), len(r.parts), validity.Round(time.Millisecond), firstError(errs))
+}
+
+// tryAll makes one attempt on every part at once, each bounded by timeout, and
+// returns the leases taken and the other parts' errors.
+func (r *RedLock) tryAll(ctx context.Context, lo lockOptions, timeout time.Duration) ([]*Lease, []error) {
+	leases := make([]*Lease, len(r.parts))
+	errs := make([]error, len(r.parts))
+	var wg sync.WaitGroup
+	for i, p := range r.parts {
+		if p.bad != nil {
+			errs[i] = p.bad
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			leases[i], errs[i] = p.c.lock(pctx, p.lk, ownerFrom(ctx), lo, false, time.Time{})
+		}()
+	}
+	wg.Wait()
+	var taken []*Lease
+	for _, l := range leases {
+		if l != nil {
+			taken = append(taken, l)
+		}
+	}
+	return taken, errs
+}
+
+// pause waits for a release message on any part's channel, or for a jittered
+// pause around redLockRetry, or for ctx.
+func (r *RedLock) pause(ctx context.Context) {
+	timer := time.NewTimer(redLockRetry/2 + rand.N(redLockRetry))
+	defer timer.Stop()
+	cases := []reflect.SelectCase{
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
+	}
+	for _, p := range r.parts {
+		if p.bad != nil {
+			continue
+		}
+		sub, err := p.c.backend.subscribe(ctx, p.lk.Channel())
+		if err != nil {
+			continue // that primary is down: the timer bounds the pause
+		}
+		defer sub.Close()
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(sub.Ready())})
+	}
+	reflect.Select(cases)
+}
+
+// firstError returns the first non-nil error of errs.
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
