@@ -20,6 +20,11 @@
 // mutex. Pub/sub delivery is at most once, so waiters must also bound every wait
 // (by the lock's remaining lease); the hub makes lost messages rare, not impossible.
 //
+// On a Redis Cluster (7.0 or later) locks announce releases with SPUBLISH on shard
+// channels, which stay in the shard that owns the lock's slot. SSubscribe joins
+// such a channel through a feed per shard: one connection, subscribed one
+// channel per command and rebuilt on any trouble (shard.go).
+//
 // No pub/sub work happens until the first Subscribe: the subscriber connection is
 // opened lazily, and an uncontended lock never touches the hub.
 package pubsub
