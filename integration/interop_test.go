@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/holdfast-go/holdfast/integration/redistest"
 	"github.com/holdfast-go/holdfast/rlock"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -17,8 +18,48 @@ import (
 // §2.1, §2.2), independently of holdfast's own scripts, with Redisson's field
 // "<uuid>:<threadId>" and channel "redisson_lock__channel:{name}".
 type javaPeer struct {
-	rdb *redis.Client
-	id  string // the RedissonClient's id
+	rdb     redis.UniversalClient
+	id      string // the RedissonClient's id
+	publish string // PUBLISH, or SPUBLISH on a Redis 7 cluster (Redisson 3.23+)
+}
+
+// interopEnv is where an interop scenario runs: one Redis or a Cluster.
+type interopEnv struct {
+	rdb  redis.UniversalClient
+	c    *rlock.Client
+	name string
+	java javaPeer
+	// subscribers counts the subscriptions to a channel (classic, or shard
+	// channels on a cluster, summed over the nodes).
+	subscribers func(ctx context.Context, channel string) int64
+	// subscribe subscribes like a Java waiter.
+	subscribe func(ctx context.Context, channel string) *redis.PubSub
+}
+
+func standaloneInterop(t *testing.T) interopEnv {
+	rdb, c, name := setup(t)
+	return interopEnv{
+		rdb: rdb, c: c, name: name, java: javaPeer{rdb: rdb, id: uuid.NewString(), publish: "PUBLISH"},
+		subscribers: func(ctx context.Context, ch string) int64 { return rdb.PubSubNumSub(ctx, ch).Val()[ch] },
+		subscribe:   func(ctx context.Context, ch string) *redis.PubSub { return rdb.Subscribe(ctx, ch) },
+	}
+}
+
+func clusterInterop(t *testing.T, cl *redistest.Cluster) interopEnv {
+	rdb := cl.Client(t)
+	return interopEnv{
+		rdb: rdb, c: newClient(t, rdb), name: redistest.Name(t), java: javaPeer{rdb: rdb, id: uuid.NewString(), publish: "SPUBLISH"},
+		subscribers: func(ctx context.Context, ch string) int64 { _, n := clusterSubscribers(ctx, cl, ch); return n },
+		subscribe:   func(ctx context.Context, ch string) *redis.PubSub { return rdb.SSubscribe(ctx, ch) },
+	}
+}
+
+// TestInteropCluster runs the interop scenarios on a Redis 7 cluster, where
+// Redisson and holdfast both use sharded pub/sub.
+func TestInteropCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3, 0)
+	t.Run("JavaHolderExcludesGo", func(t *testing.T) { interopJavaHolderExcludesGo(t, clusterInterop(t, cl)) })
+	t.Run("GoHolderExcludesJava", func(t *testing.T) { interopGoHolderExcludesJava(t, clusterInterop(t, cl)) })
 }
 
 var (
@@ -64,7 +105,7 @@ func (j javaPeer) tryLock(ctx context.Context, name string, thread int) (*int64,
 // unlock returns Redisson's answer: nil (not owner), 0 (still held), 1 (released).
 func (j javaPeer) unlock(ctx context.Context, name string, thread int) (any, error) {
 	keys := []string{name, "redisson_lock__channel:{" + name + "}", "redisson_unlock_latch:{" + name + "}:" + uuid.NewString()[:8]}
-	v, err := javaUnlock.Run(ctx, j.rdb, keys, 0, 30000, j.field(thread), "PUBLISH", 16000).Result()
+	v, err := javaUnlock.Run(ctx, j.rdb, keys, 0, 30000, j.field(thread), j.publish, 16000).Result()
 	if err == redis.Nil {
 		return nil, nil
 	}
@@ -72,9 +113,12 @@ func (j javaPeer) unlock(ctx context.Context, name string, thread int) (any, err
 }
 
 func TestInteropJavaHolderExcludesGo(t *testing.T) {
-	rdb, c, name := setup(t)
+	interopJavaHolderExcludesGo(t, standaloneInterop(t))
+}
+
+func interopJavaHolderExcludesGo(t *testing.T, env interopEnv) {
+	c, name, java := env.c, env.name, env.java
 	ctx := testCtx(t, 30*time.Second)
-	java := javaPeer{rdb: rdb, id: uuid.NewString()}
 
 	ttl, err := java.tryLock(ctx, name, 82)
 	require.NoError(t, err)
@@ -108,7 +152,7 @@ func TestInteropJavaHolderExcludesGo(t *testing.T) {
 		got <- err
 	}()
 	channel := "redisson_lock__channel:{" + name + "}"
-	require.Eventually(t, func() bool { return rdb.PubSubNumSub(ctx, channel).Val()[channel] == 1 },
+	require.Eventually(t, func() bool { return env.subscribers(ctx, channel) == 1 },
 		5*time.Second, 10*time.Millisecond)
 	v, err := java.unlock(ctx, name, 82)
 	require.NoError(t, err)
@@ -130,9 +174,12 @@ func TestInteropJavaHolderExcludesGo(t *testing.T) {
 }
 
 func TestInteropGoHolderExcludesJava(t *testing.T) {
-	rdb, c, name := setup(t)
+	interopGoHolderExcludesJava(t, standaloneInterop(t))
+}
+
+func interopGoHolderExcludesJava(t *testing.T, env interopEnv) {
+	rdb, c, name, java := env.rdb, env.c, env.name, env.java
 	ctx := testCtx(t, 30*time.Second)
-	java := javaPeer{rdb: rdb, id: uuid.NewString()}
 	octx := rlock.WithOwner(ctx)
 	m := c.NewMutex(name)
 	l1, err := m.Lock(octx)
@@ -159,7 +206,7 @@ func TestInteropGoHolderExcludesJava(t *testing.T) {
 	require.Nil(t, v, "not owner")
 
 	// A Java waiter (a plain subscriber) hears the Go release.
-	sub := rdb.Subscribe(ctx, "redisson_lock__channel:{"+name+"}")
+	sub := env.subscribe(ctx, "redisson_lock__channel:{"+name+"}")
 	defer sub.Close()
 	_, err = sub.Receive(ctx)
 	require.NoError(t, err)

@@ -40,7 +40,7 @@ func testCtx(t testing.TB, d time.Duration) context.Context {
 }
 
 // field returns the Redis field of ctx's owner, found through the hash.
-func holders(t testing.TB, rdb *redis.Client, name string) map[string]string {
+func holders(t testing.TB, rdb redis.Cmdable, name string) map[string]string {
 	t.Helper()
 	m, err := rdb.HGetAll(context.Background(), name).Result()
 	require.NoError(t, err)
