@@ -104,3 +104,71 @@ func ExampleLease_Done() {
 		log.Printf("lost the lock: %v", lease.Err()) // errors.Is(err, rlock.ErrLockLost)
 	}
 }
+
+// A MultiLock takes several locks all or none, here on a Redis Cluster where
+// the two names live in different shards.
+func ExampleMultiLock() {
+	ctx := context.Background()
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"localhost:7000"}})
+	defer rdb.Close()
+	c, err := rlock.New(rdb)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	transfer := rlock.NewMultiLock(c.NewMutex("account:17"), c.NewMutex("account:42"))
+	lease, err := transfer.Lock(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lease.Unlock(ctx)
+	// ... move money between the two accounts.
+}
+
+// A RedLock holds a lock while a majority of independent primaries grant it:
+// one Client per primary, the same name on each.
+func ExampleRedLock() {
+	ctx := context.Background()
+	var parts []*rlock.Mutex
+	for _, addr := range []string{"redis-a:6379", "redis-b:6379", "redis-c:6379"} {
+		rdb := redis.NewClient(&redis.Options{Addr: addr})
+		defer rdb.Close()
+		c, err := rlock.New(rdb)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer c.Close()
+		parts = append(parts, c.NewMutex("report:daily"))
+	}
+	lease, err := rlock.NewRedLock(parts...).TryLock(ctx, rlock.WithWaitTime(5*time.Second), rlock.WithLeaseTime(time.Minute))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lease.Unlock(ctx)
+	// ... work until lease.ValidUntil() at the latest.
+}
+
+// With replicas, WithReplicaAcks refuses an acquisition that no replica has
+// received: a failover could otherwise lose it and grant the lock twice.
+func ExampleWithReplicaAcks() {
+	ctx := context.Background()
+	rdb := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "locks", SentinelAddrs: []string{"localhost:26379"}})
+	defer rdb.Close()
+	c, err := rlock.New(rdb, rlock.WithReplicaAcks(1, 200*time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	lease, err := c.NewMutex("orders:42").Lock(ctx)
+	var nr *rlock.NotReplicatedError
+	if errors.As(err, &nr) {
+		log.Printf("only %d of %d replicas acknowledged: try again later", nr.Acked, nr.Wanted)
+		return
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lease.Unlock(ctx)
+}
