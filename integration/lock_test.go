@@ -349,9 +349,13 @@ func TestUnusualNames(t *testing.T) {
 	rdb, c, _ := setup(t)
 	ctx := testCtx(t, 30*time.Second)
 	base := redistest.Name(t)
+	// A name whose channel could not share its cluster slot is refused (see
+	// Client.NewMutex), here as on a cluster.
+	_, err := c.NewMutex(base + ":a}b{c").TryLock(ctx)
+	require.ErrorIs(t, err, rlock.ErrInvalidArgument)
 	for _, name := range []string{
 		"{" + base + "}:with-tag",
-		base + ":a}b{c",
+		base + ":a{b}c}d",
 		base + "\x00\xff\n\t binary \x01",
 		base + strings.Repeat("k", 64<<10),
 	} {
