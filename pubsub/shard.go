@@ -33,7 +33,6 @@ type shardFeed struct {
 	key  string              // the shard's primary when the feed was made
 	want map[string]struct{} // channels to carry; guarded by h.mu
 	poke chan struct{}       // want changed
-	done chan struct{}       // closed when run has returned
 	rdb  *redis.ClusterClient
 }
 
