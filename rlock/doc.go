@@ -36,10 +36,21 @@
 // An uncontended Lock or TryLock is one round trip (one EVALSHA), and so is
 // Unlock; neither touches pub/sub. Waiting is described at Mutex.Lock.
 //
+// # Deployments and composite locks
+//
+// The Client takes any go-redis client: a *redis.Client on one server or through
+// Sentinel (redis.NewFailoverClient), or a *redis.ClusterClient. On a Redis 7+
+// Cluster releases travel by sharded pub/sub, in the lock's shard only.
+// WithReplicaAcks makes acquisitions and releases wait for replicas (Redis'
+// WAIT) and refuses an acquisition they did not receive, which a failover could
+// lose. MultiLock takes several locks all or none; RedLock takes a lock on a
+// majority of independent primaries. docs/safety.md says what each mode
+// guarantees.
+//
 // # Errors
 //
 // Errors are values wrapping the sentinels of this package (ErrNotAcquired,
-// ErrNotHeld, ErrLockLost, ErrWrongType, ErrConflict, ErrClosed,
-// ErrInvalidArgument); test them with errors.Is. Redis errors are wrapped as
-// they come.
+// ErrNotHeld, ErrLockLost, ErrWrongType, ErrConflict, ErrNotReplicated,
+// ErrClosed, ErrInvalidArgument); test them with errors.Is. Redis errors are
+// wrapped as they come.
 package rlock
