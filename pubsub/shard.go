@@ -196,7 +196,7 @@ type shardConn struct {
 // connection to the old owner, now a replica, would hear nothing.
 func (f *shardFeed) connect(ctx context.Context, first, avoid string) *shardConn {
 	deadline := time.Now().Add(movedWait)
-	for avoid != "" && time.Now().Before(deadline) {
+	for avoid != "" && time.Now().Before(deadline) && ctx.Err() == nil {
 		if m, err := f.rdb.MasterForKey(ctx, first); err == nil && m.Options().Addr != avoid {
 			break
 		}
