@@ -1,6 +1,7 @@
 -- acquire: take the lock for an owner, or re-enter it; idempotent under client retries.
 --
 -- KEYS[1]  lock key N (hash: owner field -> hold count), Redisson's RLock layout
+-- KEYS[2]  (fenced locks only) token counter redisson_lock_token:{N}
 -- ARGV[1]  lease in ms, applied with PEXPIRE on success
 -- ARGV[2]  owner field "<client uuid>:<owner id>"
 -- ARGV[3]  expected hold count c: the owner's count on N as the client knows it
@@ -13,12 +14,24 @@
 --   integer  not acquired: PTTL of N in ms (-1: the holder set no expiry)
 --   {n}      the owner's count in Redis is n, not c: nothing changed
 --            (n == 0 means the owner's earlier holds were lost)
+--   {"OK", t} acquired, on a fenced lock: t is the acquisition's fencing token,
+--            INCR of KEYS[2] (Redisson's RFencedLock); a retried execution reads
+--            it back (GET) instead of taking a second token
 --
 -- Compared with Redisson's acquire (same effect on N), the expected count makes a
 -- second execution of the same request, after go-redis retried a call whose reply
 -- was lost, a no-op instead of a second hold. The first write to N is HSET or
 -- HINCRBY, which fail with WRONGTYPE on a non-hash value before anything changed.
 -- A free lock costs three calls (PTTL, HSET, PEXPIRE), as in Redisson.
+local function granted(fresh)
+  if not KEYS[2] then
+    return redis.status_reply('OK')
+  end
+  if fresh then
+    return {'OK', redis.call('incr', KEYS[2])}
+  end
+  return {'OK', tonumber(redis.call('get', KEYS[2]) or 0)}
+end
 local ttl = redis.call('pttl', KEYS[1])
 local c = tonumber(ARGV[3])
 if ttl == -2 then
@@ -27,13 +40,13 @@ if ttl == -2 then
   end
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
-  return redis.status_reply('OK')
+  return granted(true)
 end
 local n = redis.call('hget', KEYS[1], ARGV[2])
 n = n and tonumber(n) or 0
 if n == c + 1 then
   redis.call('pexpire', KEYS[1], ARGV[1])
-  return redis.status_reply('OK')
+  return granted(false)
 end
 if n ~= c then
   return {n}
@@ -43,4 +56,4 @@ if n == 0 then
 end
 redis.call('hincrby', KEYS[1], ARGV[2], 1)
 redis.call('pexpire', KEYS[1], ARGV[1])
-return redis.status_reply('OK')
+return granted(true)

@@ -60,7 +60,7 @@ func (m Millis) arg() any {
 type Lock struct {
 	name, channel string
 	latchPrefix   string // "redisson_unlock_latch:{name}:"
-	key, ch       any
+	key, ch, tk   any    // the key, the channel and the fencing token key, boxed
 }
 
 // NewLock returns the names of the lock called name.
@@ -68,7 +68,7 @@ func NewLock(name string) *Lock {
 	channel := ChannelName(name)
 	return &Lock{
 		name: name, channel: channel, latchPrefix: prefixed(latchPrefix, name) + ":",
-		key: name, ch: channel,
+		key: name, ch: channel, tk: TokenName(name),
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 const (
 	channelPrefix = "redisson_lock__channel"
 	latchPrefix   = "redisson_unlock_latch"
+	tokenPrefix   = "redisson_lock_token"
 )
 
 // UnlockMessage is the payload published when a lock is released.
@@ -20,6 +21,10 @@ const UnlockMessage = "0"
 // name already contains a '{' (Redisson's prefix rule, so that the channel shares
 // the lock's hash slot).
 func ChannelName(name string) string { return prefixed(channelPrefix, name) }
+
+// TokenName returns the fencing token counter of the lock name (Redisson's
+// RFencedLock): "redisson_lock_token:{name}", with ChannelName's rule.
+func TokenName(name string) string { return prefixed(tokenPrefix, name) }
 
 // LatchName returns the unlock latch key of one release request:
 // "redisson_unlock_latch:{name}:<requestID>".

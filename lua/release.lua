@@ -6,7 +6,7 @@
 -- KEYS[3]  unlock latch redisson_unlock_latch:{N}:<request id>
 -- ARGV[1]  owner field
 -- ARGV[2]  latch time to live in ms
--- ARGV[3]  publish command: PUBLISH or SPUBLISH
+-- ARGV[3]  publish command: PUBLISH or SPUBLISH; "" publishes nothing (spin locks)
 -- ARGV[4]  (optional) successor owner field
 -- ARGV[5]  (with ARGV[4]) successor lease in ms
 -- ARGV[6]  (with ARGV[4]) "1": hand off only if no other client listens on KEYS[2]
@@ -38,6 +38,8 @@ if ARGV[4] and redis.call('exists', KEYS[1]) == 0
   redis.call('set', KEYS[3], '2', 'px', ARGV[2])
   return 2
 end
-redis.call(ARGV[3], KEYS[2], '0')
+if ARGV[3] ~= '' then
+  redis.call(ARGV[3], KEYS[2], '0')
+end
 redis.call('set', KEYS[3], '1', 'px', ARGV[2])
 return 1

@@ -77,6 +77,9 @@ type AcquireArgs struct {
 	Lease    Millis // time to live given to the lock on success
 	Expected int64  // the owner's hold count as the caller knows it
 	Acks     Acks   // replica acknowledgements to wait for
+	// Fenced makes the acquisition take a fencing token (Redisson's RFencedLock):
+	// INCR of the lock's token key, returned in AcquireReply.Token.
+	Fenced bool
 }
 
 // AcquireReply is what Acquire found.
@@ -92,6 +95,8 @@ type AcquireReply struct {
 	Count  int64
 	// Acked is how many replicas acknowledged the call's writes, when Acks asked.
 	Acked int
+	// Token is the fencing token of a fenced acquisition.
+	Token int64
 }
 
 // Acquire takes the lock for an owner or re-enters it (acquire.lua). A second
@@ -100,6 +105,9 @@ type AcquireReply struct {
 // was.
 func Acquire(ctx context.Context, rdb Processor, a AcquireArgs) (AcquireReply, error) {
 	args := []any{nil, nil, 1, a.Lock.key, a.Lease.arg(), a.Field.arg(), a.Expected}
+	if a.Fenced {
+		args = []any{nil, nil, 2, a.Lock.key, a.Lock.tk, a.Lease.arg(), a.Field.arg(), a.Expected}
+	}
 	var v any
 	var acked int
 	var err error
@@ -121,6 +129,11 @@ func Acquire(ctx context.Context, rdb Processor, a AcquireArgs) (AcquireReply, e
 	case []any:
 		if n, ok := firstInt(v); ok {
 			return AcquireReply{Resync: true, Count: n}, nil
+		}
+		if len(v) == 2 && v[0] == "OK" {
+			if t, ok := v[1].(int64); ok {
+				return AcquireReply{Acquired: true, Acked: acked, Token: t}, nil
+			}
 		}
 	}
 	return AcquireReply{}, fmt.Errorf("lua: unexpected acquire reply %#v", v)
@@ -144,6 +157,7 @@ type ReleaseArgs struct {
 	OnlyIfAlone bool
 	LatchTTL    Millis // how long a retried call can still arrive
 	Publish     string // Publish or ShardedPublish; "" means Publish
+	Quiet       bool   // publish nothing (spin locks have no waiters listening)
 	Acks        Acks   // replica acknowledgements to wait for
 }
 
@@ -212,7 +226,10 @@ func Release(ctx context.Context, rdb Processor, a ReleaseArgs) (ReleaseReply, e
 // there is none.
 func releaseArgs(a ReleaseArgs) []any {
 	pub := any(Publish)
-	if a.Publish == ShardedPublish {
+	switch {
+	case a.Quiet:
+		pub = ""
+	case a.Publish == ShardedPublish:
 		pub = ShardedPublish
 	}
 	if a.Successor.String() == "" {

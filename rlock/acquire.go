@@ -13,7 +13,7 @@ import (
 // attempt makes one acquisition attempt of name for o: one round trip, two when
 // the owner's hold count had to be resynchronised. It returns the new lease, or
 // an error matching ErrNotAcquired and the holder's remaining lease (-1: none).
-func (c *Client) attempt(ctx context.Context, o *owner, lk *lua.Lock, lo lockOptions) (*Lease, time.Duration, error) {
+func (c *Client) attempt(ctx context.Context, o *owner, lk *lockDef, lo lockOptions) (*Lease, time.Duration, error) {
 	name := lk.Name()
 	o.begin(lockRef{c, name})
 	defer o.end(lockRef{c, name})
@@ -42,7 +42,7 @@ func (c *Client) attempt(ctx context.Context, o *owner, lk *lua.Lock, lo lockOpt
 			c.undoAcquire(a)
 			return nil, 0, &NotReplicatedError{Lock: name, Acked: r.Acked, Wanted: a.Acks.Replicas, Timeout: a.Acks.Timeout}
 		case r.Acquired:
-			l, err := c.acquired(o, a, lo, sent)
+			l, err := c.acquired(o, lk, a, lo, sent, r.Token)
 			return l, 0, err
 		case !r.Resync:
 			return nil, r.TTL, fmt.Errorf("%w: %s is held by another owner", ErrNotAcquired, quote(name))
@@ -58,14 +58,14 @@ func (c *Client) attempt(ctx context.Context, o *owner, lk *lua.Lock, lo lockOpt
 
 // acquired records an acquisition Redis confirmed, unless the client was closed
 // meanwhile: then it is undone.
-func (c *Client) acquired(o *owner, a lua.AcquireArgs, lo lockOptions, sent time.Time) (*Lease, error) {
+func (c *Client) acquired(o *owner, lk *lockDef, a lua.AcquireArgs, lo lockOptions, sent time.Time, token int64) (*Lease, error) {
 	c.mu.Lock()
 	if c.ctx.Err() != nil {
 		c.mu.Unlock()
 		c.undoAcquire(a)
 		return nil, ErrClosed
 	}
-	l := c.grant(o, a, lo, sent)
+	l := c.grant(o, lk, a, lo, sent, token)
 	c.mu.Unlock()
 	return l, nil
 }
@@ -100,12 +100,12 @@ func (c *Client) adopt(o *owner, name string, count int64) error {
 }
 
 // acquireArgs returns the first acquisition of lk by o with options lo.
-func (c *Client) acquireArgs(lk *lua.Lock, o *owner, lo lockOptions) lua.AcquireArgs {
+func (c *Client) acquireArgs(lk *lockDef, o *owner, lo lockOptions) lua.AcquireArgs {
 	acks := c.opts.acks
 	if lo.acks != nil {
 		acks = *lo.acks
 	}
-	return lua.AcquireArgs{Lock: lk, Field: c.field(o), Lease: c.leaseOf(lo), Acks: acks}
+	return lua.AcquireArgs{Lock: lk.Lock, Fenced: lk.fenced, Field: c.field(o), Lease: c.leaseOf(lo), Acks: acks}
 }
 
 // undoAcquire takes back an acquisition a whose outcome is unknown or unwanted:

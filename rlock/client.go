@@ -131,7 +131,8 @@ func (c *Client) ID() string { return c.id }
 // ErrInvalidArgument that says so, on any deployment, so that a program tested
 // on one server does not fail on a cluster.
 func (c *Client) NewMutex(name string) *Mutex {
-	return &Mutex{c: c, name: name, lk: lua.NewLock(name), bad: checkName(name)}
+	m := c.newMutex(name, kind{})
+	return &m
 }
 
 // Close stops the client's renewal loop and subscriber and waits for their

@@ -38,6 +38,11 @@ var (
 	// field. Nothing was changed; the call may be retried.
 	ErrConflict = errors.New("rlock: the owner's hold count changed under the call")
 
+	// ErrNonReentrant: an owner took again a NonReentrantMutex it holds
+	// (Redisson's NON_REENTRANT_REACQUIRE). It fails at once; the hold count
+	// stays 1.
+	ErrNonReentrant = errors.New("rlock: non-reentrant lock already held by this owner")
+
 	// ErrNotReplicated: fewer replicas than required (WithReplicaAcks, WithAcks)
 	// acknowledged an acquisition or a release in time. An acquisition is undone
 	// before the error is returned; a release is not (it cannot be): the lease

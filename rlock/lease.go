@@ -16,6 +16,7 @@ type Lease struct {
 	h     *hold
 	lease time.Duration // fixed lease; 0 for a watchdog lease
 	acks  lua.Acks      // replica acknowledgements its release waits for
+	token int64         // fencing token of a FencedMutex acquisition, else 0
 	done  chan struct{} // made by the first Done call; guarded by c.mu
 	err   error         // guarded by c.mu; set when the lease ends
 
@@ -24,6 +25,11 @@ type Lease struct {
 	// first call did. Guarded by the owner's call on the lock (owner.begin).
 	latch string
 }
+
+// Token returns the fencing token of an acquisition of a FencedMutex: a number
+// greater than every token handed out before on the lock, by any client (Java
+// included). It is 0 for the other locks.
+func (l *Lease) Token() int64 { return l.token }
 
 // Name returns the name of the lock.
 func (l *Lease) Name() string { return l.h.e.name }

@@ -36,8 +36,8 @@ const (
 type Mutex struct {
 	c    *Client
 	name string
-	lk   *lua.Lock // the name's keys and channel, encoded once for the scripts
-	bad  error     // why the name cannot be a lock (checkName), returned by every method
+	lk   *lockDef // the name's keys and channel, encoded once for the scripts, and the kind
+	bad  error    // why the name cannot be a lock (checkName), returned by every method
 }
 
 // Name returns the lock's name.

@@ -126,7 +126,7 @@ func (c *Client) handedOff(e *lockEntry, succ *waiter, sent time.Time) (giveBack
 		c.forget(e)
 		return nil
 	}
-	l := c.grant(succ.o, c.acquireArgs(e.lk, succ.o, succ.lo), succ.lo, sent)
+	l := c.grant(succ.o, e.lk, c.acquireArgs(e.lk, succ.o, succ.lo), succ.lo, sent, 0)
 	e.pace.handedOff()
 	if !c.remove(e, succ) {
 		return l

@@ -61,8 +61,8 @@ func (c *Client) prepareRelease(l *Lease, publish string) (lua.ReleaseArgs, *wai
 		return lua.ReleaseArgs{}, nil, ErrClosed
 	}
 	a := lua.ReleaseArgs{
-		Lock: h.e.lk, Field: h.field, Expected: h.count, Levels: 1,
-		LatchTTL: c.latchTTL, Publish: publish, Acks: l.acks,
+		Lock: h.e.lk.Lock, Field: h.field, Expected: h.count, Levels: 1,
+		LatchTTL: c.latchTTL, Publish: publish, Quiet: h.e.lk.spin != nil, Acks: l.acks,
 	}
 	if len(h.leases) == 1 {
 		a.Levels = h.count
@@ -80,7 +80,10 @@ func (c *Client) prepareRelease(l *Lease, publish string) (lua.ReleaseArgs, *wai
 	if retried {
 		return a, nil, nil
 	}
-	succ := h.e.successor()
+	var succ *waiter
+	if h.e.lk.handsOff() {
+		succ = h.e.successor()
+	}
 	if succ != nil {
 		a.Successor = c.field(succ.o)
 		a.SuccessorLease = c.leaseOf(succ.lo)

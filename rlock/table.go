@@ -16,8 +16,8 @@ import (
 // waited for (Client.locks); every field is guarded by Client.mu.
 type lockEntry struct {
 	name     string
-	lk       *lua.Lock // name's keys and channel, as the scripts take them
-	holds    []*hold   // this client's owners holding the lock: one, or none
+	lk       *lockDef // the names the scripts take, and the lock's kind
+	holds    []*hold  // this client's owners holding the lock: one, or none
 	holdsBuf [1]*hold
 	pace     pacing
 
@@ -62,7 +62,7 @@ type hold struct {
 }
 
 // entry returns the lockEntry of lk, creating it. c.mu must be held.
-func (c *Client) entry(lk *lua.Lock) *lockEntry {
+func (c *Client) entry(lk *lockDef) *lockEntry {
 	e := c.locks[lk.Name()]
 	if e == nil {
 		e = &lockEntry{name: lk.Name(), lk: lk}
@@ -143,12 +143,13 @@ func (c *Client) leaseOf(lo lockOptions) lua.Millis {
 	return c.watched
 }
 
-// grant records the acquisition a by o, with options lo, sent at sent, that Redis
-// confirmed (o now holds the lock a.Expected+1 times), and returns the new Lease.
-// The watchdog registration is made here, before the caller can see the lease.
-// c.mu must be held.
-func (c *Client) grant(o *owner, a lua.AcquireArgs, lo lockOptions, sent time.Time) *Lease {
-	e := c.entry(a.Lock)
+// grant records the acquisition a of lk by o, with options lo, sent at sent,
+// that Redis confirmed (o now holds the lock a.Expected+1 times, with the
+// fencing token token on a fenced lock), and returns the new Lease. The watchdog
+// registration is made here, before the caller can see the lease. c.mu must be
+// held.
+func (c *Client) grant(o *owner, lk *lockDef, a lua.AcquireArgs, lo lockOptions, sent time.Time, token int64) *Lease {
+	e := c.entry(lk)
 	h := e.holdOf(o)
 	if h == nil {
 		h = &hold{e: e, owner: o, field: a.Field}
@@ -157,7 +158,7 @@ func (c *Client) grant(o *owner, a lua.AcquireArgs, lo lockOptions, sent time.Ti
 	}
 	e.pace.acquired()
 	h.count = a.Expected + 1
-	l := &Lease{c: c, h: h, lease: lo.leaseTime, acks: a.Acks}
+	l := &Lease{c: c, h: h, lease: lo.leaseTime, acks: a.Acks, token: token}
 	h.leases = append(h.leases, l)
 	deadline := sent.Add(a.Lease.Duration())
 	if h.wd == nil {

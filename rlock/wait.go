@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/holdfast-go/holdfast/lua"
 	"github.com/holdfast-go/holdfast/pubsub"
 )
 
@@ -23,7 +22,7 @@ type subscription interface {
 
 // lock acquires name for o, waiting when wait is set until deadline (zero: no
 // deadline) or ctx is done.
-func (c *Client) lock(ctx context.Context, lk *lua.Lock, o *owner, lo lockOptions, wait bool, deadline time.Time) (*Lease, error) {
+func (c *Client) lock(ctx context.Context, lk *lockDef, o *owner, lo lockOptions, wait bool, deadline time.Time) (*Lease, error) {
 	name := lk.Name()
 	if o == nil {
 		o = newOwner()
@@ -33,6 +32,9 @@ func (c *Client) lock(ctx context.Context, lk *lua.Lock, o *owner, lo lockOption
 	reentrant := e != nil && e.holdOf(o) != nil
 	queued := e != nil && (len(e.queue) > 0 || len(e.holds) > 0)
 	c.mu.Unlock()
+	if reentrant && lk.nonReentrant {
+		return nil, fmt.Errorf("%w: %s", ErrNonReentrant, quote(name))
+	}
 
 	var first time.Time
 	if reentrant || !wait || !queued {
@@ -46,7 +48,30 @@ func (c *Client) lock(ctx context.Context, lk *lua.Lock, o *owner, lo lockOption
 	}
 	ctx, stop := c.waitContext(ctx, deadline)
 	defer stop()
+	if lk.spin != nil {
+		return c.spin(ctx, lk, o, lo)
+	}
 	return c.wait(ctx, lk, newWaiter(o, lo), first)
+}
+
+// spin waits for lk the spin lock's way (Redisson's RSpinLock): no queue and no
+// pub/sub, an attempt after each pause of lk's back-off until one succeeds or
+// ctx is done.
+func (c *Client) spin(ctx context.Context, lk *lockDef, o *owner, lo lockOptions) (*Lease, error) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for n := 0; ; n++ {
+		timer.Reset(lk.spin.Delay(n))
+		select {
+		case <-ctx.Done():
+			return nil, stopped(ctx, lk.Name())
+		case <-timer.C:
+		}
+		l, _, err := c.attempt(ctx, o, lk, lo)
+		if err == nil || !errors.Is(err, ErrNotAcquired) || ctx.Err() != nil {
+			return l, gaveUp(ctx, lk.Name(), err)
+		}
+	}
 }
 
 // waitContext returns ctx, also ended by the deadline (zero: none) and by Close;
@@ -65,7 +90,7 @@ func (c *Client) waitContext(ctx context.Context, deadline time.Time) (context.C
 // wait queues w on name, waits for its turn and then leads until w holds the
 // lock or gives up. first, when set, is when the head attempts first: the end of
 // the holder's lease as the caller's own attempt just read it.
-func (c *Client) wait(ctx context.Context, lk *lua.Lock, w *waiter, first time.Time) (*Lease, error) {
+func (c *Client) wait(ctx context.Context, lk *lockDef, w *waiter, first time.Time) (*Lease, error) {
 	c.mu.Lock()
 	if c.ctx.Err() != nil {
 		c.mu.Unlock()

@@ -1,0 +1,101 @@
+package rlock
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/holdfast-go/holdfast/lua"
+	"github.com/redis/go-redis/v9"
+)
+
+// Locker is what every lock of this package offers, so that code can take "a
+// lock" without caring which: Mutex, NonReentrantMutex, FencedMutex and
+// SpinMutex implement it.
+type Locker interface {
+	Name() string
+	Lock(ctx context.Context, opts ...LockOption) (*Lease, error)
+	TryLock(ctx context.Context, opts ...LockOption) (*Lease, error)
+	Unlock(ctx context.Context) error
+	IsLocked(ctx context.Context) (bool, error)
+	IsHeld(ctx context.Context) (bool, error)
+	HoldCount(ctx context.Context) (int, error)
+	RemainTTL(ctx context.Context) (time.Duration, error)
+	ForceUnlock(ctx context.Context) (bool, error)
+}
+
+var (
+	_ Locker = (*Mutex)(nil)
+	_ Locker = (*NonReentrantMutex)(nil)
+	_ Locker = (*FencedMutex)(nil)
+	_ Locker = (*SpinMutex)(nil)
+)
+
+// newMutex returns the handle of the lock name of kind k.
+func (c *Client) newMutex(name string, k kind) Mutex {
+	return Mutex{c: c, name: name, lk: &lockDef{Lock: lua.NewLock(name), kind: k}, bad: checkName(name)}
+}
+
+// NonReentrantMutex is a lock that its owner cannot take twice (Redisson's
+// getNonReentrantLock): a second Lock or TryLock by the owner that holds it
+// fails at once with ErrNonReentrant, and the hold count stays 1. Otherwise it
+// is a Mutex, on the same keys.
+type NonReentrantMutex struct{ Mutex }
+
+// NewNonReentrantMutex returns a handle on the non-reentrant lock called name.
+func (c *Client) NewNonReentrantMutex(name string) *NonReentrantMutex {
+	return &NonReentrantMutex{c.newMutex(name, kind{nonReentrant: true})}
+}
+
+// FencedMutex is a Mutex whose every acquisition, reentrant ones included,
+// takes a fencing token (Redisson's getFencedLock): Lease.Token returns a number
+// greater than every token of the lock before it, whichever client (Java
+// included) took those. A resource that remembers the highest token it has seen
+// and refuses smaller ones turns away a holder that lost the lock while paused
+// (see docs/safety.md). The counter is Redisson's key redisson_lock_token:{name},
+// which no unlock resets. A release never hands the lock straight to a waiter of
+// the client: every holder's token comes from its own acquisition.
+type FencedMutex struct{ Mutex }
+
+// NewFencedMutex returns a handle on the fenced lock called name.
+func (c *Client) NewFencedMutex(name string) *FencedMutex {
+	return &FencedMutex{c.newMutex(name, kind{fenced: true})}
+}
+
+// Token returns the lock's latest fencing token, without acquiring: 0 when none
+// was ever taken (Redisson's getToken).
+func (m *FencedMutex) Token(ctx context.Context) (int64, error) {
+	if err := m.check(); err != nil {
+		return 0, err
+	}
+	t, err := m.c.rdb.Get(ctx, lua.TokenName(m.name)).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, m.wrap(err)
+	}
+	return t, nil
+}
+
+// SpinMutex is a Mutex whose waiters do not use pub/sub (Redisson's
+// getSpinLock): they retry after the pauses of a Backoff, and its releases
+// publish nothing, so that thousands of lock operations cost the cluster no
+// messages. A waiter learns of a release only at its next attempt: up to the
+// back-off's longest pause after it.
+type SpinMutex struct{ Mutex }
+
+// NewSpinMutex returns a handle on the spin lock called name, whose waiters
+// pause as backoff says (DefaultBackoff when omitted). An invalid back-off makes
+// every method return ErrInvalidArgument.
+func (c *Client) NewSpinMutex(name string, backoff ...Backoff) *SpinMutex {
+	b := Backoff(DefaultBackoff)
+	if len(backoff) > 0 {
+		b = backoff[0]
+	}
+	m := &SpinMutex{c.newMutex(name, kind{spin: b})}
+	if err := checkBackoff(b); err != nil && m.bad == nil {
+		m.bad = err
+	}
+	return m
+}
