@@ -23,15 +23,6 @@
 -- was lost, a no-op instead of a second hold. The first write to N is HSET or
 -- HINCRBY, which fail with WRONGTYPE on a non-hash value before anything changed.
 -- A free lock costs three calls (PTTL, HSET, PEXPIRE), as in Redisson.
-local function granted(fresh)
-  if not KEYS[2] then
-    return redis.status_reply('OK')
-  end
-  if fresh then
-    return {'OK', redis.call('incr', KEYS[2])}
-  end
-  return {'OK', tonumber(redis.call('get', KEYS[2]) or 0)}
-end
 local ttl = redis.call('pttl', KEYS[1])
 local c = tonumber(ARGV[3])
 if ttl == -2 then
@@ -40,13 +31,19 @@ if ttl == -2 then
   end
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
-  return granted(true)
+  if KEYS[2] then
+    return {'OK', redis.call('incr', KEYS[2])}
+  end
+  return redis.status_reply('OK')
 end
 local n = redis.call('hget', KEYS[1], ARGV[2])
 n = n and tonumber(n) or 0
 if n == c + 1 then
   redis.call('pexpire', KEYS[1], ARGV[1])
-  return granted(false)
+  if KEYS[2] then
+    return {'OK', tonumber(redis.call('get', KEYS[2]) or 0)}
+  end
+  return redis.status_reply('OK')
 end
 if n ~= c then
   return {n}
@@ -56,4 +53,7 @@ if n == 0 then
 end
 redis.call('hincrby', KEYS[1], ARGV[2], 1)
 redis.call('pexpire', KEYS[1], ARGV[1])
-return granted(true)
+if KEYS[2] then
+  return {'OK', redis.call('incr', KEYS[2])}
+end
+return redis.status_reply('OK')
