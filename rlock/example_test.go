@@ -172,3 +172,23 @@ func ExampleWithReplicaAcks() {
 	}
 	defer lease.Unlock(ctx)
 }
+
+// A FencedMutex's lease carries a fencing token; the resource refuses writes
+// with a token smaller than one it has seen, so a holder that lost the lock
+// while paused cannot overwrite its successor's work.
+func ExampleFencedMutex() {
+	ctx := context.Background()
+	var c *rlock.Client // from rlock.New
+	var store interface {
+		WriteIfNewer(ctx context.Context, key string, token int64, value []byte) error
+	}
+
+	lease, err := c.NewFencedMutex("invoice:42").Lock(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lease.Unlock(ctx)
+	if err := store.WriteIfNewer(ctx, "invoice:42", lease.Token(), []byte("paid")); err != nil {
+		log.Print(err) // a later holder already wrote
+	}
+}
