@@ -87,7 +87,7 @@ func (r *results) hasHoldfast() bool {
 func (r *results) peers() []libs.Library {
 	var out []libs.Library
 	for _, l := range r.Libs {
-		if l.Name != libs.Holdfast {
+		if !libs.IsHoldfast(l.Name) {
 			out = append(out, l)
 		}
 	}

@@ -90,3 +90,49 @@ func (i *holdfastInstance) Close() error {
 	}
 	return err
 }
+
+// HoldfastSpin is the name of holdfast's SpinMutex in the tables.
+const HoldfastSpin = "holdfast-spin"
+
+func init() {
+	register(Library{
+		Name:   HoldfastSpin,
+		Module: "github.com/holdfast-go/holdfast",
+		Settings: "as holdfast, with Client.NewSpinMutex(name): no pub/sub, waiters retry after Redisson's default " +
+			"back-off (1 ms doubling to 128 ms, plus up to n ms of jitter). " + GoRedisSettings,
+		Client: GoRedis,
+		Open: func(addr string) (Instance, error) {
+			b := newGoRedisBase(addr)
+			c, err := rlock.New(b.rdb)
+			if err != nil {
+				_ = b.Close()
+				return nil, err
+			}
+			return &holdfastSpinInstance{goRedisBase: b, c: c}, nil
+		},
+	})
+}
+
+type holdfastSpinInstance struct {
+	goRedisBase
+	c *rlock.Client
+}
+
+func (i *holdfastSpinInstance) NewLocker(name string) Locker {
+	m := i.c.NewSpinMutex(name)
+	return lockFunc(func(ctx context.Context) (func(context.Context) error, error) {
+		lease, err := m.Lock(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return lease.Unlock, nil
+	})
+}
+
+func (i *holdfastSpinInstance) Close() error {
+	err := i.c.Close()
+	if cerr := i.goRedisBase.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -4,6 +4,7 @@ package libs
 
 import (
 	"context"
+	"strings"
 	"runtime/debug"
 	"sync/atomic"
 
@@ -78,17 +79,20 @@ func register(l Library) { registry = append(registry, l) }
 func All() []Library {
 	out := make([]Library, 0, len(registry))
 	for _, l := range registry {
-		if l.Name == Holdfast {
+		if IsHoldfast(l.Name) {
 			out = append(out, l)
 		}
 	}
 	for _, l := range registry {
-		if l.Name != Holdfast {
+		if !IsHoldfast(l.Name) {
 			out = append(out, l)
 		}
 	}
 	return out
 }
+
+// IsHoldfast reports whether the library is one of holdfast's locks (not a peer).
+func IsHoldfast(name string) bool { return strings.HasPrefix(name, Holdfast) }
 
 // ByName finds a registered library.
 func ByName(name string) (Library, bool) {
