@@ -4,8 +4,8 @@ package libs
 
 import (
 	"context"
-	"strings"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
