@@ -48,6 +48,16 @@ func newScript(src string) script {
 	return script{sha: redis.NewScript(src).Hash(), src: src}
 }
 
+// call sends args (see run), followed by WAIT when acks asks for replicas
+// (runAcked), and returns the reply and the replicas that acknowledged.
+func (s script) call(ctx context.Context, rdb Processor, args []any, acks Acks) (any, int, error) {
+	if acks.Replicas > 0 {
+		return s.runAcked(ctx, rdb, args, acks)
+	}
+	v, err := s.run(ctx, rdb, args)
+	return v, 0, err
+}
+
 // run sends args, which must begin with two placeholders and the number of keys,
 // as EVALSHA, and as EVAL when the server has not cached the script.
 func (s script) run(ctx context.Context, rdb Processor, args []any) (any, error) {
@@ -108,14 +118,7 @@ func Acquire(ctx context.Context, rdb Processor, a AcquireArgs) (AcquireReply, e
 	if a.Fenced {
 		args = []any{nil, nil, 2, a.Lock.key, a.Lock.tk, a.Lease.arg(), a.Field.arg(), a.Expected}
 	}
-	var v any
-	var acked int
-	var err error
-	if a.Acks.Replicas > 0 {
-		v, acked, err = acquireScript.runAcked(ctx, rdb, args, a.Acks)
-	} else {
-		v, err = acquireScript.run(ctx, rdb, args)
-	}
+	v, acked, err := acquireScript.call(ctx, rdb, args, a.Acks)
 	if err != nil {
 		return AcquireReply{}, err
 	}
@@ -190,14 +193,7 @@ func Release(ctx context.Context, rdb Processor, a ReleaseArgs) (ReleaseReply, e
 	if levels := max(a.Levels, 1); levels < a.Expected {
 		s, args = releasePartialScript, []any{nil, nil, 1, a.Lock.key, a.Field.arg(), a.Lease.arg(), a.Expected, levels}
 	}
-	var v any
-	var acked int
-	var err error
-	if a.Acks.Replicas > 0 {
-		v, acked, err = s.runAcked(ctx, rdb, args, a.Acks)
-	} else {
-		v, err = s.run(ctx, rdb, args)
-	}
+	v, acked, err := s.call(ctx, rdb, args, a.Acks)
 	switch {
 	case errors.Is(err, redis.Nil):
 		return ReleaseReply{Outcome: NotHeld, Acked: acked}, nil
