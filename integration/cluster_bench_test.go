@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -29,9 +28,11 @@ func BenchmarkClusterReleases(b *testing.B) {
 	rdb := cl.Client(b)
 	c := newClient(b, rdb)
 	ctx := context.Background()
-	var names []string
-	for _, ns := range clusterNamesB(b, cl, rdb, redistest.Name(b), 4) {
-		names = append(names, ns...)
+	var names []string // 4 per shard: clusterNames gives 2 per shard for each prefix
+	for _, prefix := range []string{redistest.Name(b) + "a", redistest.Name(b) + "b"} {
+		for _, ns := range clusterNames(b, cl, rdb, prefix) {
+			names = append(names, ns...)
+		}
 	}
 	b.Run("holdfast", func(b *testing.B) {
 		var next atomic.Int64
@@ -61,30 +62,6 @@ func BenchmarkClusterReleases(b *testing.B) {
 		}
 		b.ReportMetric(1+float64(clusterBusReceived(b, cl)-before)/float64(b.N), "nodes/release")
 	})
-}
-
-// clusterNamesB returns, per primary, n lock names whose slots it owns.
-func clusterNamesB(b *testing.B, cl *redistest.Cluster, rdb *redis.ClusterClient, prefix string, n int) map[string][]string {
-	ctx := context.Background()
-	out := map[string][]string{}
-	for i := 0; len(out) < len(cl.Primaries) || !clusterEach(out, n); i++ {
-		name := fmt.Sprintf("%s:%d", prefix, i)
-		m, err := rdb.MasterForKey(ctx, name)
-		require.NoError(b, err)
-		if addr := m.Options().Addr; len(out[addr]) < n {
-			out[addr] = append(out[addr], name)
-		}
-	}
-	return out
-}
-
-func clusterEach(m map[string][]string, n int) bool {
-	for _, v := range m {
-		if len(v) < n {
-			return false
-		}
-	}
-	return true
 }
 
 // clusterBusReceived sums, over the nodes, the pub/sub messages the cluster bus

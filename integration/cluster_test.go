@@ -196,7 +196,7 @@ func clusterPubSubConns(t *testing.T, ctx context.Context, node *redis.Client) [
 
 // clusterNames returns, for every primary's address, a name without a hash tag
 // and a name with one, both in a slot that primary owns.
-func clusterNames(t *testing.T, cl *redistest.Cluster, rdb *redis.ClusterClient, prefix string) map[string][]string {
+func clusterNames(t testing.TB, cl *redistest.Cluster, rdb *redis.ClusterClient, prefix string) map[string][]string {
 	t.Helper()
 	ctx := testCtx(t, 10*time.Second)
 	byShard := map[string]map[string]string{}
