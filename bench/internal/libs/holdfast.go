@@ -16,15 +16,43 @@ func init() {
 			"Mutex.Lock(ctx) with defaults (watchdog lease 30 s), Lease.Unlock. " + GoRedisSettings,
 		Client: GoRedis,
 		Open: func(addr string) (Instance, error) {
-			b := newGoRedisBase(addr)
-			c, err := rlock.New(b.rdb)
-			if err != nil {
-				_ = b.Close()
-				return nil, err
-			}
-			return &holdfastInstance{goRedisBase: b, c: c}, nil
+			return openHoldfast(addr, func(b goRedisBase, c *rlock.Client) Instance {
+				return &holdfastInstance{goRedisBase: b, c: c}
+			})
 		},
 	})
+}
+
+// openHoldfast opens a go-redis client and an rlock.Client on it, and makes the
+// Instance of them.
+func openHoldfast(addr string, inst func(goRedisBase, *rlock.Client) Instance) (Instance, error) {
+	b := newGoRedisBase(addr)
+	c, err := rlock.New(b.rdb)
+	if err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	return inst(b, c), nil
+}
+
+// lockerOf adapts a holdfast lock: Lock, then the lease's Unlock.
+func lockerOf(m rlock.Locker) Locker {
+	return lockFunc(func(ctx context.Context) (func(context.Context) error, error) {
+		lease, err := m.Lock(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return lease.Unlock, nil
+	})
+}
+
+// closeHoldfast closes the rlock.Client, then its go-redis client.
+func closeHoldfast(c *rlock.Client, b goRedisBase) error {
+	err := c.Close()
+	if cerr := b.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Names of holdfast's Variants.
@@ -39,16 +67,7 @@ type holdfastInstance struct {
 	held []*rlock.Lease // taken by Variants, given back by Close
 }
 
-func (i *holdfastInstance) NewLocker(name string) Locker {
-	m := i.c.NewMutex(name)
-	return lockFunc(func(ctx context.Context) (func(context.Context) error, error) {
-		lease, err := m.Lock(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return lease.Unlock, nil
-	})
-}
+func (i *holdfastInstance) NewLocker(name string) Locker { return lockerOf(i.c.NewMutex(name)) }
 
 // Variants returns HoldfastTryLock, Mutex.TryLock on a free lock (for a fresh
 // owner, as Lock in NewLocker) then Lease.Unlock, and HoldfastReentrant: an
@@ -84,11 +103,7 @@ func (i *holdfastInstance) Close() error {
 	for _, l := range i.held {
 		_ = l.Unlock(context.Background())
 	}
-	err := i.c.Close()
-	if cerr := i.goRedisBase.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return closeHoldfast(i.c, i.goRedisBase)
 }
 
 // HoldfastSpin is the name of holdfast's SpinMutex in the tables.
@@ -102,13 +117,9 @@ func init() {
 			"back-off (1 ms doubling to 128 ms, plus up to n ms of jitter). " + GoRedisSettings,
 		Client: GoRedis,
 		Open: func(addr string) (Instance, error) {
-			b := newGoRedisBase(addr)
-			c, err := rlock.New(b.rdb)
-			if err != nil {
-				_ = b.Close()
-				return nil, err
-			}
-			return &holdfastSpinInstance{goRedisBase: b, c: c}, nil
+			return openHoldfast(addr, func(b goRedisBase, c *rlock.Client) Instance {
+				return &holdfastSpinInstance{goRedisBase: b, c: c}
+			})
 		},
 	})
 }
@@ -118,21 +129,6 @@ type holdfastSpinInstance struct {
 	c *rlock.Client
 }
 
-func (i *holdfastSpinInstance) NewLocker(name string) Locker {
-	m := i.c.NewSpinMutex(name)
-	return lockFunc(func(ctx context.Context) (func(context.Context) error, error) {
-		lease, err := m.Lock(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return lease.Unlock, nil
-	})
-}
+func (i *holdfastSpinInstance) NewLocker(name string) Locker { return lockerOf(i.c.NewSpinMutex(name)) }
 
-func (i *holdfastSpinInstance) Close() error {
-	err := i.c.Close()
-	if cerr := i.goRedisBase.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+func (i *holdfastSpinInstance) Close() error { return closeHoldfast(i.c, i.goRedisBase) }
