@@ -29,7 +29,7 @@ type Client struct {
 	hub      *pubsub.Hub
 	wd       *watchdog.Watchdog
 	backend  backend
-	sharded  atomic.Int32 // pub/sub kind once probed (shardedPubSub): 0 unknown, 1 classic, 2 sharded
+	pubsub   atomic.Int32 // pubsubUnknown until shardedPubSub has learnt the kind
 	latchTTL lua.Millis   // life of an unlock latch: go-redis' retry window
 	watched  lua.Millis   // the lease of a watchdog hold: opts.watchdogTimeout
 
@@ -168,15 +168,15 @@ func (c *Client) Close() error {
 // version once, on first use; until an answer arrives it assumes a cluster is
 // recent enough.
 func (c *Client) shardedPubSub(ctx context.Context) bool {
-	switch c.sharded.Load() {
-	case 1:
+	switch c.pubsub.Load() {
+	case pubsubClassic:
 		return false
-	case 2:
+	case pubsubSharded:
 		return true
 	}
 	cc, ok := c.rdb.(*redis.ClusterClient)
 	if !ok {
-		c.sharded.Store(1)
+		c.pubsub.Store(pubsubClassic)
 		return false
 	}
 	info, err := cc.Do(ctx, "INFO", "server").Text()
@@ -186,12 +186,19 @@ func (c *Client) shardedPubSub(ctx context.Context) bool {
 	_, v, _ := strings.Cut(info, "redis_version:")
 	v, _, _ = strings.Cut(v, ".")
 	if major, err := strconv.Atoi(v); err == nil && major < 7 {
-		c.sharded.Store(1)
+		c.pubsub.Store(pubsubClassic)
 		return false
 	}
-	c.sharded.Store(2)
+	c.pubsub.Store(pubsubSharded)
 	return true
 }
+
+// The kinds of pub/sub of Client.pubsub.
+const (
+	pubsubUnknown int32 = iota
+	pubsubClassic
+	pubsubSharded
+)
 
 // publishCommand returns the command the scripts announce releases with.
 func (c *Client) publishCommand(ctx context.Context) string {

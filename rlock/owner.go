@@ -62,7 +62,7 @@ func newOwner() *owner {
 func (o *owner) field(clientID string) lua.Text {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.fieldClient != clientID || o.fieldText.String() == "" {
+	if o.fieldClient != clientID {
 		var id [20]byte
 		o.fieldText = lua.NewText(clientID + ":" + string(strconv.AppendInt(id[:0], o.id, 10)))
 		o.fieldClient = clientID
