@@ -28,6 +28,61 @@ func TestCluster(t *testing.T) {
 	t.Run("WaiterWokenInEveryShard", func(t *testing.T) { clusterWaiterWoken(t, cl) })
 	t.Run("ShardFeedReconnects", func(t *testing.T) { clusterFeedReconnects(t, cl) })
 	t.Run("MultiLockThreeShards", func(t *testing.T) { clusterMultiLock(t, cl) })
+	t.Run("EveryEndOfAHoldWakesTheWaiter", func(t *testing.T) { clusterHoldEnds(t, cl) })
+}
+
+// clusterHoldEnds: with sharded pub/sub, a waiter is served after every way a
+// hold ends: an unlock in the same client (hand-off) and in another, a
+// force-unlock by a third client (its SPUBLISH), and a fixed lease that runs out
+// without an unlock (the waiter's own bound, 1 s, not the 30 s watchdog).
+func clusterHoldEnds(t *testing.T, cl *redistest.Cluster) {
+	ctx := testCtx(t, 60*time.Second)
+	ca, cb, cc := newClient(t, cl.Client(t)), newClient(t, cl.Client(t)), newClient(t, cl.Client(t))
+	for _, tc := range []struct {
+		name   string
+		waiter *rlock.Client
+		lease  time.Duration
+		end    func(l *rlock.Lease, name string) error
+	}{
+		{"unlock, same client", ca, 0, func(l *rlock.Lease, _ string) error { return l.Unlock(ctx) }},
+		{"unlock, other client", cb, 0, func(l *rlock.Lease, _ string) error { return l.Unlock(ctx) }},
+		{"force-unlock by a third client", cb, 0, func(_ *rlock.Lease, name string) error {
+			_, err := cc.NewMutex(name).ForceUnlock(ctx)
+			return err
+		}},
+		{"fixed lease runs out", cb, time.Second, func(*rlock.Lease, string) error { return nil }},
+	} {
+		name := redistest.Name(t)
+		l, err := ca.NewMutex(name).Lock(ctx, rlock.WithLeaseTime(tc.lease))
+		require.NoError(t, err, tc.name)
+		taken := time.Now()
+		got := make(chan time.Time, 1)
+		go func() {
+			lw, err := tc.waiter.NewMutex(name).Lock(ctx)
+			if err != nil {
+				t.Error(err)
+				close(got)
+				return
+			}
+			got <- time.Now()
+			_ = lw.Unlock(ctx)
+		}()
+		if tc.waiter != ca {
+			require.Eventually(t, func() bool {
+				_, sharded := clusterSubscribers(ctx, cl, lua.ChannelName(name))
+				return sharded > 0
+			}, 10*time.Second, 5*time.Millisecond, tc.name)
+		}
+		ended := time.Now()
+		require.NoError(t, tc.end(l, name), tc.name)
+		at, ok := <-got
+		require.True(t, ok, tc.name)
+		if tc.lease > 0 {
+			ended = taken.Add(tc.lease)
+		}
+		t.Logf("%s: the waiter acquired %v after the hold ended", tc.name, at.Sub(ended).Round(time.Millisecond))
+		require.Less(t, at.Sub(ended), 2*time.Second, tc.name)
+	}
 }
 
 // clusterMultiLock: a MultiLock over locks in the three shards is all or
