@@ -2,13 +2,24 @@
 --
 -- KEYS[1]  lock key N
 -- ARGV[1]  owner field, or "" when no owner is asked about
+-- ARGV[2]  "" for a lock of one side; "read" or "write" for a side of a
+--          read/write lock, which is locked as Redisson's isLocked says: the write
+--          side when N is in write mode, the read side when N is in read mode or
+--          has read holds besides the writer's
 --
 -- Returns {pttl, count}: pttl as PTTL (-2 not locked, -1 no expiry), count the hold
 -- count of ARGV[1] (0 when absent). A value at N that is not a hash fails with
 -- WRONGTYPE (HLEN raises it).
-redis.call('hlen', KEYS[1])
+local fields = redis.call('hlen', KEYS[1])
 local count = 0
 if ARGV[1] ~= '' then
   count = tonumber(redis.call('hget', KEYS[1], ARGV[1]) or 0)
+end
+if ARGV[2] ~= '' then
+  local mode = redis.call('hget', KEYS[1], 'mode')
+  local locked = mode == ARGV[2] or (ARGV[2] == 'read' and mode == 'write' and fields > 2)
+  if not locked then
+    return {-2, count}
+  end
 end
 return {redis.call('pttl', KEYS[1]), count}

@@ -3,6 +3,7 @@ package lua
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -11,10 +12,16 @@ const (
 	channelPrefix = "redisson_lock__channel"
 	latchPrefix   = "redisson_unlock_latch"
 	tokenPrefix   = "redisson_lock_token"
+	queuePrefix   = "redisson_lock_queue"
+	timeoutPrefix = "redisson_lock_timeout"
+	rwPrefix      = "redisson_rwlock"
 )
 
-// UnlockMessage is the payload published when a lock is released.
-const UnlockMessage = "0"
+// Payloads published on a lock's channels.
+const (
+	UnlockMessage  = "0" // a lock was released: wakes a waiter
+	WakeAllMessage = "1" // a read/write lock's write side was released: wakes every waiter
+)
 
 // ChannelName returns the pub/sub channel on which releases of the lock name are
 // announced: "redisson_lock__channel:{name}", or "redisson_lock__channel:name" when
@@ -25,6 +32,38 @@ func ChannelName(name string) string { return prefixed(channelPrefix, name) }
 // TokenName returns the fencing token counter of the lock name (Redisson's
 // RFencedLock): "redisson_lock_token:{name}", with ChannelName's rule.
 func TokenName(name string) string { return prefixed(tokenPrefix, name) }
+
+// QueueName returns the waiters' queue of the fair lock name (Redisson's
+// RFairLock): the list "redisson_lock_queue:{name}", with ChannelName's rule.
+func QueueName(name string) string { return prefixed(queuePrefix, name) }
+
+// TimeoutsName returns the waiters' deadlines of the fair lock name: the sorted
+// set "redisson_lock_timeout:{name}", with ChannelName's rule.
+func TimeoutsName(name string) string { return prefixed(timeoutPrefix, name) }
+
+// WaiterChannel returns the channel on which a fair lock's release wakes the
+// waiter field, the head of its queue: "redisson_lock__channel:{name}:<field>".
+func WaiterChannel(name, field string) string { return ChannelName(name) + ":" + field }
+
+// RWChannelName returns the channel of the read/write lock name (Redisson's
+// RReadWriteLock), shared by its read and write sides: "redisson_rwlock:{name}".
+func RWChannelName(name string) string { return prefixed(rwPrefix, name) }
+
+// ReadTimeoutName returns the key that keeps the k-th read hold of the owner
+// field on the read/write lock name alive: "{name}:<field>:rwlock_timeout:<k>",
+// or "name:<field>:rwlock_timeout:<k>" when name has a '{' (Redisson's suffix
+// rule).
+func ReadTimeoutName(name, field string, k int) string {
+	return readTimeoutPrefix(name) + ":" + field + ":rwlock_timeout:" + strconv.Itoa(k)
+}
+
+// readTimeoutPrefix is the part of the read timeout keys before the field.
+func readTimeoutPrefix(name string) string {
+	if strings.Contains(name, "{") {
+		return name
+	}
+	return "{" + name + "}"
+}
 
 // LatchName returns the unlock latch key of one release request:
 // "redisson_unlock_latch:{name}:<requestID>".

@@ -23,6 +23,22 @@ var (
 	renewSrc string
 	//go:embed inspect.lua
 	inspectSrc string
+	//go:embed fair_acquire.lua
+	fairAcquireSrc string
+	//go:embed fair_release.lua
+	fairReleaseSrc string
+	//go:embed fair_leave.lua
+	fairLeaveSrc string
+	//go:embed fair_force_release.lua
+	fairForceReleaseSrc string
+	//go:embed read_acquire.lua
+	readAcquireSrc string
+	//go:embed read_release.lua
+	readReleaseSrc string
+	//go:embed write_acquire.lua
+	writeAcquireSrc string
+	//go:embed write_release.lua
+	writeReleaseSrc string
 
 	acquireScript        = newScript(acquireSrc)
 	releaseScript        = newScript(releaseSrc)
@@ -30,6 +46,14 @@ var (
 	forceReleaseScript   = redis.NewScript(forceReleaseSrc)
 	renewScript          = redis.NewScript(renewSrc)
 	inspectScript        = redis.NewScript(inspectSrc)
+	fairAcquireScript    = newScript(fairAcquireSrc)
+	fairReleaseScript    = newScript(fairReleaseSrc)
+	fairLeaveScript      = redis.NewScript(fairLeaveSrc)
+	fairForceScript      = redis.NewScript(fairForceReleaseSrc)
+	readAcquireScript    = newScript(readAcquireSrc)
+	readReleaseScript    = newScript(readReleaseSrc)
+	writeAcquireScript   = newScript(writeAcquireSrc)
+	writeReleaseScript   = newScript(writeReleaseSrc)
 )
 
 // Processor sends a command: a go-redis client of any kind, or a pipeline.
@@ -90,6 +114,11 @@ type AcquireArgs struct {
 	// Fenced makes the acquisition take a fencing token (Redisson's RFencedLock):
 	// INCR of the lock's token key, returned in AcquireReply.Token.
 	Fenced bool
+	// Wait, on a fair lock, queues the owner when the lock is not its to take,
+	// and is how long it may then wait once its turn comes before it is skipped
+	// as dead (Redisson's thread wait time). Zero: a single attempt that never
+	// queues.
+	Wait time.Duration
 }
 
 // AcquireReply is what Acquire found.
@@ -114,11 +143,7 @@ type AcquireReply struct {
 // more. A value at Key that is not a hash fails with a WRONGTYPE error and stays as it
 // was.
 func Acquire(ctx context.Context, rdb Processor, a AcquireArgs) (AcquireReply, error) {
-	args := []any{nil, nil, 1, a.Lock.key, a.Lease.arg(), a.Field.arg(), a.Expected}
-	if a.Fenced {
-		args = []any{nil, nil, 2, a.Lock.key, a.Lock.tk, a.Lease.arg(), a.Field.arg(), a.Expected}
-	}
-	v, acked, err := acquireScript.call(ctx, rdb, args, a.Acks)
+	v, acked, err := acquireCall(ctx, rdb, a)
 	if err != nil {
 		return AcquireReply{}, err
 	}
@@ -140,6 +165,42 @@ func Acquire(ctx context.Context, rdb Processor, a AcquireArgs) (AcquireReply, e
 		}
 	}
 	return AcquireReply{}, fmt.Errorf("lua: unexpected acquire reply %#v", v)
+}
+
+// acquireCall sends the acquire script of a's layout.
+func acquireCall(ctx context.Context, rdb Processor, a AcquireArgs) (any, int, error) {
+	l := a.Lock
+	switch {
+	case l.layout == LayoutFair:
+		return fairAcquireScript.call(ctx, rdb, []any{nil, nil, 3, l.key, l.queue, l.dl,
+			a.Lease.arg(), a.Field.arg(), a.Expected, a.Wait.Milliseconds(), now()}, a.Acks)
+	case l.layout == LayoutRead:
+		return readAcquireScript.call(ctx, rdb, []any{nil, nil, 1, l.key,
+			a.Lease.arg(), a.Field.arg(), a.Field.String() + WriteSuffix, a.Expected, l.rtPrefix}, a.Acks)
+	case l.layout == LayoutWrite:
+		return writeAcquireScript.call(ctx, rdb, []any{nil, nil, 1, l.key, a.Lease.arg(), a.Field.arg(), a.Expected}, a.Acks)
+	case a.Fenced:
+		return acquireScript.call(ctx, rdb, []any{nil, nil, 2, l.key, l.tk, a.Lease.arg(), a.Field.arg(), a.Expected}, a.Acks)
+	}
+	return acquireScript.call(ctx, rdb, []any{nil, nil, 1, l.key, a.Lease.arg(), a.Field.arg(), a.Expected}, a.Acks)
+}
+
+// WriteSuffix turns an owner's field into its field as the holder of a
+// read/write lock's write side ("<client uuid>:<owner id>:write").
+const WriteSuffix = ":write"
+
+// now returns the client's wall clock as the fair lock's scripts take it, in
+// epoch milliseconds: Redisson's clients compare their clocks through it.
+func now() int64 { return time.Now().UnixMilli() }
+
+// Leave takes the waiter field out of the fair lock l's queue, after it gave up
+// waiting (fair_leave.lua); wait is the Wait it queued with. When it was the
+// queue's head and the lock is free, the next waiter is woken. It reports
+// whether the waiter was queued.
+func Leave(ctx context.Context, c redis.Scripter, l *Lock, field string, wait time.Duration, publishCmd string) (bool, error) {
+	n, err := fairLeaveScript.Run(ctx, c, []string{l.name, QueueName(l.name), TimeoutsName(l.name)},
+		field, wait.Milliseconds(), publish(publishCmd), ChannelName(l.name)).Int64()
+	return n == 1, err
 }
 
 // ReleaseArgs are the arguments of Release.
@@ -189,10 +250,7 @@ type ReleaseReply struct {
 // Redis had, and publishes UnlockMessage on the lock's channel, or hands the lock
 // to Successor. A retried execution of the same request answers as the first did.
 func Release(ctx context.Context, rdb Processor, a ReleaseArgs) (ReleaseReply, error) {
-	s, args := releaseScript, releaseArgs(a)
-	if levels := max(a.Levels, 1); levels < a.Expected {
-		s, args = releasePartialScript, []any{nil, nil, 1, a.Lock.key, a.Field.arg(), a.Lease.arg(), a.Expected, levels}
-	}
+	s, args := releaseCall(a)
 	v, acked, err := s.call(ctx, rdb, args, a.Acks)
 	switch {
 	case errors.Is(err, redis.Nil):
@@ -218,6 +276,25 @@ func Release(ctx context.Context, rdb Processor, a ReleaseArgs) (ReleaseReply, e
 	return ReleaseReply{}, fmt.Errorf("lua: unexpected release reply %#v", v)
 }
 
+// releaseCall returns the release script of a's layout and its arguments.
+func releaseCall(a ReleaseArgs) (script, []any) {
+	l, levels := a.Lock, max(a.Levels, 1)
+	switch {
+	case l.layout == LayoutRead:
+		return readReleaseScript, []any{nil, nil, 3, l.key, l.ch, a.Latch,
+			a.Field.arg(), a.Expected, levels, a.LatchTTL.arg(), publish(a.Publish), l.rtPrefix}
+	case l.layout == LayoutWrite:
+		return writeReleaseScript, []any{nil, nil, 3, l.key, l.ch, a.Latch,
+			a.Field.arg(), a.Expected, levels, a.Lease.arg(), a.LatchTTL.arg(), publish(a.Publish)}
+	case levels < a.Expected:
+		return releasePartialScript, []any{nil, nil, 1, l.key, a.Field.arg(), a.Lease.arg(), a.Expected, levels}
+	case l.layout == LayoutFair:
+		return fairReleaseScript, []any{nil, nil, 4, l.key, l.queue, l.dl, a.Latch,
+			a.Field.arg(), a.LatchTTL.arg(), publish(a.Publish), now(), l.ch}
+	}
+	return releaseScript, releaseArgs(a)
+}
+
 // releaseArgs returns release.lua's arguments, without the successor's when
 // there is none.
 func releaseArgs(a ReleaseArgs) []any {
@@ -235,11 +312,25 @@ func releaseArgs(a ReleaseArgs) []any {
 		a.Successor.arg(), a.SuccessorLease.arg(), flag(a.OnlyIfAlone)}
 }
 
-// ForceRelease deletes the lock whoever holds it and publishes UnlockMessage when
-// something was deleted (force_release.lua). It reports whether the lock existed.
-func ForceRelease(ctx context.Context, c redis.Scripter, key, publishCmd string) (bool, error) {
-	n, err := forceReleaseScript.Run(ctx, c, []string{key, ChannelName(key)},
-		UnlockMessage, publish(publishCmd)).Int64()
+// ForceRelease deletes the lock whoever holds it and announces the release when
+// something was deleted (force_release.lua, fair_force_release.lua): "0" on its
+// channel, "1" for the write side of a read/write lock, or "0" on the channel of
+// a fair lock's first waiter. A side of a read/write lock is deleted only when
+// the lock is in its mode. It reports whether something was deleted.
+func ForceRelease(ctx context.Context, c redis.Scripter, l *Lock, publishCmd string) (bool, error) {
+	var cmd *redis.Cmd
+	switch l.layout {
+	case LayoutFair:
+		cmd = fairForceScript.Run(ctx, c, []string{l.name, QueueName(l.name), TimeoutsName(l.name)},
+			now(), publish(publishCmd), l.channel)
+	case LayoutRead:
+		cmd = forceReleaseScript.Run(ctx, c, []string{l.name, l.channel}, UnlockMessage, publish(publishCmd), "read")
+	case LayoutWrite:
+		cmd = forceReleaseScript.Run(ctx, c, []string{l.name, l.channel}, WakeAllMessage, publish(publishCmd), "write")
+	default:
+		cmd = forceReleaseScript.Run(ctx, c, []string{l.name, l.channel}, UnlockMessage, publish(publishCmd), "")
+	}
+	n, err := cmd.Int64()
 	return n == 1, err
 }
 
@@ -251,9 +342,17 @@ type Inspection struct {
 }
 
 // Inspect reads whether the lock exists, its time to live and the hold count of
-// field ("" to skip it) in one round trip (inspect.lua).
-func Inspect(ctx context.Context, c redis.Scripter, key, field string) (Inspection, error) {
-	v, err := inspectScript.Run(ctx, c, []string{key}, field).Int64Slice()
+// field ("" to skip it) in one round trip (inspect.lua). A side of a read/write
+// lock is locked as Redisson's isLocked says (see inspect.lua).
+func Inspect(ctx context.Context, c redis.Scripter, l *Lock, field string) (Inspection, error) {
+	side := ""
+	switch l.layout {
+	case LayoutRead:
+		side = "read"
+	case LayoutWrite:
+		side = "write"
+	}
+	v, err := inspectScript.Run(ctx, c, []string{l.name}, field, side).Int64Slice()
 	if err != nil {
 		return Inspection{}, err
 	}
@@ -261,18 +360,32 @@ func Inspect(ctx context.Context, c redis.Scripter, key, field string) (Inspecti
 		return Inspection{}, fmt.Errorf("lua: unexpected inspect reply %v", v)
 	}
 	if v[0] == -2 {
-		return Inspection{}, nil
+		return Inspection{Count: v[1]}, nil
 	}
 	return Inspection{Locked: true, TTL: ttl(v[0]), Count: v[1]}, nil
 }
 
-// RenewCmd queues, as EVALSHA on a pipeline, the extension to lease of every lock
-// keys[i] still held by fields[i] (renew.lua): the watchdog sends many batches in
-// one round trip. All keys of one batch must share one hash slot. Read the reply
-// with RenewResult after Exec; a NOSCRIPT error (see IsNoScript) means the script
-// must be loaded (LoadRenew) and the batch sent again.
-func RenewCmd(ctx context.Context, p redis.Pipeliner, keys, fields []string, lease time.Duration) *redis.Cmd {
-	return renewScript.EvalSha(ctx, p, keys, renewArgs(fields, lease)...)
+// Renewal is one hold the watchdog renews: the owner's field in the lock key,
+// and for a read hold of a read/write lock its timeout keys' prefix
+// (Lock.ReadTimeouts; "" for the other holds).
+type Renewal struct {
+	Key, Field, ReadTimeouts string
+}
+
+// RenewCmd queues, as EVALSHA on a pipeline, the extension to lease of every hold
+// still in Redis (renew.lua): the watchdog sends many batches in one round trip.
+// All keys of one batch must share one hash slot. Read the reply with RenewResult
+// after Exec; a NOSCRIPT error (see IsNoScript) means the script must be loaded
+// (LoadRenew) and the batch sent again.
+func RenewCmd(ctx context.Context, p redis.Pipeliner, holds []Renewal, lease time.Duration) *redis.Cmd {
+	keys := make([]string, len(holds))
+	args := make([]any, 0, 2*len(holds)+1)
+	args = append(args, millis(lease))
+	for i, h := range holds {
+		keys[i] = h.Key
+		args = append(args, h.Field, h.ReadTimeouts)
+	}
+	return renewScript.EvalSha(ctx, p, keys, args...)
 }
 
 // LoadRenew loads the renewal script into the server's script cache, after a
@@ -292,15 +405,6 @@ func RenewResult(cmd *redis.Cmd) ([]bool, error) {
 		out[i] = x == 1
 	}
 	return out, nil
-}
-
-func renewArgs(fields []string, lease time.Duration) []any {
-	args := make([]any, 0, len(fields)+1)
-	args = append(args, millis(lease))
-	for _, f := range fields {
-		args = append(args, f)
-	}
-	return args
 }
 
 // IsNoScript reports whether err says the server does not have the script cached.

@@ -23,7 +23,7 @@ func (c *Client) attempt(ctx context.Context, o *owner, lk *lockDef, lo lockOpti
 		return nil, 0, ErrClosed
 	}
 	var expected int64
-	if h := c.holdOf(o, name); h != nil {
+	if h := c.holdOf(o, lk); h != nil {
 		expected = h.count
 	}
 	c.mu.Unlock()
@@ -49,7 +49,7 @@ func (c *Client) attempt(ctx context.Context, o *owner, lk *lockDef, lo lockOpti
 		case try > 0:
 			return nil, 0, fmt.Errorf("%w: lock %s", ErrConflict, quote(name))
 		}
-		if err := c.adopt(o, name, r.Count); err != nil {
+		if err := c.adopt(o, lk, r.Count); err != nil {
 			return nil, 0, err
 		}
 		expected = r.Count
@@ -85,16 +85,16 @@ func (c *Client) acquireFailed(a lua.AcquireArgs, err error) error {
 // adopt takes Redis' count of o's holds on name, which disagreed with the
 // client's: holds left by calls whose reply never arrived are counted (the
 // owner's last Unlock gives them back), holds gone from Redis are lost.
-func (c *Client) adopt(o *owner, name string, count int64) error {
+func (c *Client) adopt(o *owner, lk *lockDef, count int64) error {
 	c.mu.Lock()
-	h := c.holdOf(o, name)
+	h := c.holdOf(o, lk)
 	var lost error
 	if h != nil {
 		lost = c.resync(h, count)
 	}
 	c.mu.Unlock()
 	if lost != nil {
-		c.reportLost(name, lost)
+		c.reportLost(lk.Name(), lost)
 	}
 	return lost
 }
@@ -105,7 +105,14 @@ func (c *Client) acquireArgs(lk *lockDef, o *owner, lo lockOptions) lua.AcquireA
 	if lo.acks != nil {
 		acks = *lo.acks
 	}
-	return lua.AcquireArgs{Lock: lk.Lock, Fenced: lk.fenced, Field: c.field(o), Lease: c.leaseOf(lo), Acks: acks}
+	a := lua.AcquireArgs{Lock: lk.Lock, Fenced: lk.fenced, Field: c.fieldOf(o, lk), Lease: c.leaseOf(lo), Acks: acks}
+	if lk.Layout() == lua.LayoutFair && lo.queue {
+		a.Wait = lo.waitTime
+		if a.Wait <= 0 {
+			a.Wait = c.opts.fairWait
+		}
+	}
+	return a
 }
 
 // undoAcquire takes back an acquisition a whose outcome is unknown or unwanted:

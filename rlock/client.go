@@ -223,6 +223,15 @@ func checkName(name string) error {
 // "<client id>:<owner id>".
 func (c *Client) field(o *owner) lua.Text { return o.field(c.id) }
 
+// fieldOf returns the field of an owner of this client in the lock lk: field,
+// or "<client id>:<owner id>:write" on a read/write lock's write side.
+func (c *Client) fieldOf(o *owner, lk *lockDef) lua.Text {
+	if lk.Layout() == lua.LayoutWrite {
+		return o.writeField(c.id)
+	}
+	return o.field(c.id)
+}
+
 // retryWindow returns how long after a call go-redis may still send it again:
 // every retry may wait for a full read timeout plus the largest back-off. Unlock
 // latches must outlive it.

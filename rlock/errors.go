@@ -43,6 +43,12 @@ var (
 	// stays 1.
 	ErrNonReentrant = errors.New("rlock: non-reentrant lock already held by this owner")
 
+	// ErrUpgrade: an owner that holds the read side of an RWMutex asked for its
+	// write side. Redisson has no read -> write upgrade (two readers upgrading
+	// would wait for each other for ever): the call fails at once. Unlock the
+	// read leases first, or take the write side from the start.
+	ErrUpgrade = errors.New("rlock: cannot take the write lock while holding the read lock")
+
 	// ErrNotReplicated: fewer replicas than required (WithReplicaAcks, WithAcks)
 	// acknowledged an acquisition or a release in time. An acquisition is undone
 	// before the error is returned; a release is not (it cannot be): the lease

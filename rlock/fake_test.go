@@ -435,7 +435,11 @@ func headSleeping(c *Client, name string, d time.Duration) bool {
 func holdOfCtx(c *Client, ctx context.Context, name string) *hold {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.holdOf(ownerFrom(ctx), name)
+	e := c.locks[name]
+	if e == nil {
+		return nil
+	}
+	return e.holdOf(ownerFrom(ctx))
 }
 
 // replyError is an error reply from Redis (a redis.Error): the command ran and

@@ -2,18 +2,50 @@ package rlock
 
 import "github.com/holdfast-go/holdfast/lua"
 
-// lockDef is one lock handle's view of its lock: the names the scripts use and
-// the kind of Redisson lock object it is (Mutex, FencedMutex, SpinMutex,
-// NonReentrantMutex). All share RLock's hash layout and scripts.
+// lockDef is one lock handle's view of its lock: the names the scripts use, their
+// layout (RLock's hash, the fair lock's, a side of a read/write lock) and the
+// kind of Redisson lock object it is.
 type lockDef struct {
 	*lua.Lock
 	kind
+	// id is the lock's key in Client.locks: its name, preceded for the layouts
+	// other than RLock's by a tag, so that a read/write lock's two sides (one
+	// Redis key, two kinds of holds) each have their own entry.
+	id string
 }
 
-// kind is what tells the lock objects over RLock's hash apart.
+// newLockDef returns the lockDef of the lock name of the layout l and kind k.
+func newLockDef(name string, l lua.Layout, k kind) *lockDef {
+	return &lockDef{Lock: lua.NewLayoutLock(name, l), kind: k, id: entryID(name, l)}
+}
+
+// entryID returns the key in Client.locks of the lock name of the layout l.
+func entryID(name string, l lua.Layout) string {
+	switch l {
+	case lua.LayoutFair:
+		return "fair\x00" + name
+	case lua.LayoutRead:
+		return "read\x00" + name
+	case lua.LayoutWrite:
+		return "write\x00" + name
+	}
+	return name
+}
+
+// keyIDs returns the ids of the entries whose holds live in the lock's Redis
+// key: both sides of a read/write lock, else the lock's own.
+func (lk *lockDef) keyIDs() []string {
+	switch lk.Layout() {
+	case lua.LayoutRead, lua.LayoutWrite:
+		return []string{entryID(lk.Name(), lua.LayoutRead), entryID(lk.Name(), lua.LayoutWrite)}
+	}
+	return []string{lk.id}
+}
+
+// kind is what tells the lock objects over one layout apart.
 type kind struct {
 	// nonReentrant: a second acquisition by the holding owner fails at once with
-	// ErrReentry (Redisson's NON_REENTRANT_REACQUIRE).
+	// ErrNonReentrant (Redisson's NON_REENTRANT_REACQUIRE).
 	nonReentrant bool
 	// fenced: every acquisition takes a fencing token. A release never hands
 	// the lock over, so that every holder's token comes from its own acquire.
@@ -23,5 +55,12 @@ type kind struct {
 	spin Backoff
 }
 
-// handsOff reports whether a release may hand the lock to a waiter of this client.
-func (k kind) handsOff() bool { return !k.fenced && k.spin == nil }
+// handsOff reports whether a release may hand the lock to a waiter of this
+// client: only RLock's layout has the hand-off in its release script.
+func (lk *lockDef) handsOff() bool {
+	return lk.Layout() == lua.LayoutLock && !lk.fenced && lk.spin == nil
+}
+
+// shared reports whether holds of other owners of this client leave the lock
+// free to take: the read side of a read/write lock.
+func (lk *lockDef) shared() bool { return lk.Layout() == lua.LayoutRead }

@@ -10,8 +10,8 @@ import (
 )
 
 // Locker is what every lock of this package offers, so that code can take "a
-// lock" without caring which: Mutex, NonReentrantMutex, FencedMutex and
-// SpinMutex implement it.
+// lock" without caring which: Mutex, NonReentrantMutex, FencedMutex, SpinMutex,
+// FairMutex, NonReentrantFairMutex and both sides of an RWMutex implement it.
 type Locker interface {
 	Name() string
 	Lock(ctx context.Context, opts ...LockOption) (*Lease, error)
@@ -29,11 +29,20 @@ var (
 	_ Locker = (*NonReentrantMutex)(nil)
 	_ Locker = (*FencedMutex)(nil)
 	_ Locker = (*SpinMutex)(nil)
+	_ Locker = (*FairMutex)(nil)
+	_ Locker = (*NonReentrantFairMutex)(nil)
+	_ Locker = (*ReadMutex)(nil)
+	_ Locker = (*WriteMutex)(nil)
 )
 
 // newMutex returns the handle of the lock name of kind k.
 func (c *Client) newMutex(name string, k kind) Mutex {
-	return Mutex{c: c, name: name, lk: &lockDef{Lock: lua.NewLock(name), kind: k}, bad: checkName(name)}
+	return c.newLayoutMutex(name, lua.LayoutLock, k)
+}
+
+// newLayoutMutex returns the handle of the lock name of the layout l and kind k.
+func (c *Client) newLayoutMutex(name string, l lua.Layout, k kind) Mutex {
+	return Mutex{c: c, name: name, lk: newLockDef(name, l, k), bad: checkName(name)}
 }
 
 // NonReentrantMutex is a lock that its owner cannot take twice (Redisson's

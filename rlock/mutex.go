@@ -109,7 +109,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		return fmt.Errorf("%w: %s: ctx has no owner (see WithOwner); unlock through the Lease", ErrNotHeld, quote(m.name))
 	}
 	m.c.mu.Lock()
-	h := m.c.holdOf(o, m.name)
+	h := m.c.holdOf(o, m.lk)
 	var l *Lease
 	if h != nil && len(h.leases) > 0 {
 		l = h.leases[len(h.leases)-1]
@@ -129,15 +129,20 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := m.check(); err != nil {
 		return false, err
 	}
-	ok, err := lua.ForceRelease(ctx, m.c.rdb, m.name, m.c.publishCommand(ctx))
+	ok, err := lua.ForceRelease(ctx, m.c.rdb, m.lk.Lock, m.c.publishCommand(ctx))
 	if err != nil {
 		return false, m.wrap(err)
 	}
 	lost := fmt.Errorf("%w: %s: force-unlocked", ErrLockLost, quote(m.name))
+	if !ok {
+		return false, nil
+	}
 	m.c.mu.Lock()
-	if e := m.c.locks[m.name]; e != nil {
-		for len(e.holds) > 0 {
-			m.c.endHold(e.holds[0], lost)
+	for _, id := range m.lk.keyIDs() {
+		if e := m.c.locks[id]; e != nil {
+			for len(e.holds) > 0 {
+				m.c.endHold(e.holds[0], lost)
+			}
 		}
 	}
 	m.c.mu.Unlock()
@@ -164,7 +169,7 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	if o == nil {
 		return 0, m.check()
 	}
-	in, err := m.inspect(ctx, m.c.field(o).String())
+	in, err := m.inspect(ctx, m.c.fieldOf(o, m.lk).String())
 	return int(in.Count), err
 }
 
@@ -182,7 +187,7 @@ func (m *Mutex) inspect(ctx context.Context, field string) (lua.Inspection, erro
 	if err := m.check(); err != nil {
 		return lua.Inspection{}, err
 	}
-	in, err := lua.Inspect(ctx, m.c.rdb, m.name, field)
+	in, err := lua.Inspect(ctx, m.c.rdb, m.lk.Lock, field)
 	if err != nil {
 		return lua.Inspection{}, m.wrap(err)
 	}

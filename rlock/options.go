@@ -21,7 +21,22 @@ type clientOptions struct {
 	renewInterval   time.Duration // default watchdogTimeout/3
 	logger          *slog.Logger  // default none
 	onLost          func(name string, err error)
-	acks            lua.Acks // default none
+	acks            lua.Acks      // default none
+	fairWait        time.Duration // default DefaultFairWaitTimeout
+}
+
+// DefaultFairWaitTimeout is how long a fair lock's waiter may wait, once its
+// turn comes, before the queue skips it as dead, when it waits without
+// WithWaitTime (Redisson's fairLockWaitTimeout, 5 minutes).
+const DefaultFairWaitTimeout = 5 * time.Minute
+
+// WithFairWaitTimeout sets how long a waiter of a FairMutex that waits without
+// WithWaitTime keeps its place once its turn comes: a waiter that has not taken
+// the lock by then (its process died, say) is skipped. A live waiter skipped
+// because the lock stayed held longer queues again at the back. Default:
+// DefaultFairWaitTimeout.
+func WithFairWaitTimeout(d time.Duration) ClientOption {
+	return func(o *clientOptions) { o.fairWait = d }
 }
 
 // WithWatchdogTimeout sets the lease of holds taken without WithLeaseTime; the
@@ -70,6 +85,10 @@ func (o *clientOptions) validate() error {
 		return fmt.Errorf("%w: negative watchdog timeout %v", ErrInvalidArgument, o.watchdogTimeout)
 	case o.renewInterval < 0:
 		return fmt.Errorf("%w: negative renew interval %v", ErrInvalidArgument, o.renewInterval)
+	case o.fairWait < 0:
+		return fmt.Errorf("%w: negative fair wait timeout %v", ErrInvalidArgument, o.fairWait)
+	case o.fairWait == 0:
+		o.fairWait = DefaultFairWaitTimeout
 	}
 	if o.watchdogTimeout == 0 {
 		o.watchdogTimeout = DefaultWatchdogTimeout
@@ -94,6 +113,7 @@ type lockOptions struct {
 	leaseTime time.Duration // 0: watchdog
 	waitTime  time.Duration // TryLock only; 0: one attempt
 	acks      *lua.Acks     // nil: the client's WithReplicaAcks
+	queue     bool          // set by the call, not an option: a fair lock's attempts queue the caller
 }
 
 // WithAcks sets, for this acquisition and the release of its lease, the replica

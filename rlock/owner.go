@@ -29,6 +29,7 @@ type owner struct {
 	// owner last: built once, not on every call.
 	fieldClient string
 	fieldText   lua.Text
+	writeText   lua.Text // fieldText + ":write", made on first use
 }
 
 type ownerKey struct{}
@@ -65,9 +66,21 @@ func (o *owner) field(clientID string) lua.Text {
 	if o.fieldClient != clientID {
 		var id [20]byte
 		o.fieldText = lua.NewText(clientID + ":" + string(strconv.AppendInt(id[:0], o.id, 10)))
+		o.writeText = lua.Text{}
 		o.fieldClient = clientID
 	}
 	return o.fieldText
+}
+
+// writeField returns the owner's field on a read/write lock's write side.
+func (o *owner) writeField(clientID string) lua.Text {
+	f := o.field(clientID)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if w := o.writeText.String(); len(w) != len(f.String())+len(lua.WriteSuffix) || w[:len(f.String())] != f.String() {
+		o.writeText = lua.NewText(f.String() + lua.WriteSuffix)
+	}
+	return o.writeText
 }
 
 // ownerFrom returns ctx's owner, or nil.

@@ -45,12 +45,12 @@ func (e *lockEntry) enqueue(w *waiter) {
 }
 
 // promote makes queue[0] the head: it attempts at once, unless an owner of this
-// client holds the lock, in which case it waits for that hold to end (its
-// release hands over, publishes or fails, and each of these wakes the head) or
-// for its lease to run out. c.mu must be held.
+// client holds the lock exclusively, in which case it waits for that hold to end
+// (its release hands over, publishes or fails, and each of these wakes the head)
+// or for its lease to run out. c.mu must be held.
 func (e *lockEntry) promote() {
 	e.attemptAt = time.Now()
-	if d, held := e.holdersDeadline(); held {
+	if d, held := e.holdersDeadline(); held && !e.lk.shared() {
 		e.attemptAt = d
 	}
 	close(e.queue[0].turn)

@@ -42,6 +42,11 @@ type lockEntry struct {
 	// an unknown outcome. The waiter's next attempt settles it; if the waiter
 	// leaves first, it gives back what it may hold.
 	unsure *waiter
+
+	// fair: the waiters of a fair lock (wait_fair.go). They do not queue here:
+	// the lock's queue is in Redis. They are woken when a hold of this client
+	// ends without an unlock.
+	fair []*waiter
 }
 
 // hold is what this client knows of one owner's holds on one lock.
@@ -63,25 +68,25 @@ type hold struct {
 
 // entry returns the lockEntry of lk, creating it. c.mu must be held.
 func (c *Client) entry(lk *lockDef) *lockEntry {
-	e := c.locks[lk.Name()]
+	e := c.locks[lk.id]
 	if e == nil {
 		e = &lockEntry{name: lk.Name(), lk: lk}
 		e.holds = e.holdsBuf[:0]
-		c.locks[e.name] = e
+		c.locks[lk.id] = e
 	}
 	return e
 }
 
 // forget drops e once nothing of it is left. c.mu must be held.
 func (c *Client) forget(e *lockEntry) {
-	if len(e.holds) == 0 && len(e.queue) == 0 && e.handing == nil && c.locks[e.name] == e {
-		delete(c.locks, e.name)
+	if len(e.holds) == 0 && len(e.queue) == 0 && len(e.fair) == 0 && e.handing == nil && c.locks[e.lk.id] == e {
+		delete(c.locks, e.lk.id)
 	}
 }
 
-// holdOf returns o's hold of name, or nil. c.mu must be held.
-func (c *Client) holdOf(o *owner, name string) *hold {
-	if e := c.locks[name]; e != nil {
+// holdOf returns o's hold of the lock lk, or nil. c.mu must be held.
+func (c *Client) holdOf(o *owner, lk *lockDef) *hold {
+	if e := c.locks[lk.id]; e != nil {
 		return e.holdOf(o)
 	}
 	return nil
@@ -162,7 +167,8 @@ func (c *Client) grant(o *owner, lk *lockDef, a lua.AcquireArgs, lo lockOptions,
 	h.leases = append(h.leases, l)
 	deadline := sent.Add(a.Lease.Duration())
 	if h.wd == nil {
-		h.wd = c.wd.Watch(e.name, h.field.String(), deadline, h.renewed(), c.onLost(h))
+		r := lua.Renewal{Key: e.name, Field: h.field.String(), ReadTimeouts: lk.ReadTimeouts()}
+		h.wd = c.wd.Watch(r, deadline, h.renewed(), c.onLost(h))
 	} else {
 		h.wd.Update(deadline, h.renewed())
 	}
@@ -187,6 +193,9 @@ func (c *Client) endHold(h *hold, err error) {
 	e.holds = slices.DeleteFunc(e.holds, func(x *hold) bool { return x == h })
 	if !errors.Is(err, ErrUnlocked) {
 		e.attemptBy(time.Now())
+		for _, w := range e.fair {
+			w.poke()
+		}
 	}
 	c.forget(e)
 }

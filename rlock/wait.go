@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/holdfast-go/holdfast/lua"
 	"github.com/holdfast-go/holdfast/pubsub"
 )
 
@@ -28,12 +29,19 @@ func (c *Client) lock(ctx context.Context, lk *lockDef, o *owner, lo lockOptions
 		o = newOwner()
 	}
 	c.mu.Lock()
-	e := c.locks[name]
+	e := c.locks[lk.id]
 	reentrant := e != nil && e.holdOf(o) != nil
-	queued := e != nil && (len(e.queue) > 0 || len(e.holds) > 0)
+	queued := e != nil && (len(e.queue) > 0 || len(e.holds) > 0 && !lk.shared())
+	err := c.refuse(lk, o, reentrant)
 	c.mu.Unlock()
-	if reentrant && lk.nonReentrant {
-		return nil, fmt.Errorf("%w: %s", ErrNonReentrant, quote(name))
+	if err != nil {
+		return nil, err
+	}
+	if lk.Layout() == lua.LayoutFair && wait && !reentrant {
+		ctx, stop := c.waitContext(ctx, deadline)
+		defer stop()
+		lo.queue = true
+		return c.waitFair(ctx, lk, newWaiter(o, lo))
 	}
 
 	var first time.Time
@@ -52,6 +60,21 @@ func (c *Client) lock(ctx context.Context, lk *lockDef, o *owner, lo lockOptions
 		return c.spin(ctx, lk, o, lo)
 	}
 	return c.wait(ctx, lk, newWaiter(o, lo), first)
+}
+
+// refuse returns why o may not take lk at all, at once: a second hold of a
+// non-reentrant lock, or the write side of a read/write lock whose read side o
+// holds. c.mu must be held.
+func (c *Client) refuse(lk *lockDef, o *owner, reentrant bool) error {
+	switch {
+	case reentrant && lk.nonReentrant:
+		return fmt.Errorf("%w: %s", ErrNonReentrant, quote(lk.Name()))
+	case lk.Layout() == lua.LayoutWrite && !reentrant:
+		if e := c.locks[entryID(lk.Name(), lua.LayoutRead)]; e != nil && e.holdOf(o) != nil {
+			return fmt.Errorf("%w: %s", ErrUpgrade, quote(lk.Name()))
+		}
+	}
+	return nil
 }
 
 // spin waits for lk the spin lock's way (Redisson's RSpinLock): no queue and no
@@ -230,11 +253,11 @@ func (c *Client) step(ctx context.Context, e *lockEntry, w *waiter) (*Lease, tim
 
 // listening records that the head's subscription is confirmed: releases are heard
 // from now on. The head attempts once more, unless an owner of this client holds
-// the lock: the end of that hold wakes it.
+// the lock exclusively: the end of that hold wakes it.
 func (c *Client) listening(e *lockEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, held := e.holdersDeadline(); !held {
+	if _, held := e.holdersDeadline(); !held || e.lk.shared() {
 		e.attemptBy(time.Now())
 	}
 }

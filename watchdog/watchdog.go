@@ -63,13 +63,12 @@ type Watchdog struct {
 
 // Hold is one watched lock hold. Its fields are read-only after Watch.
 type Hold struct {
-	Key    string      // the lock's name
-	Field  string      // the owner's field in the lock hash
-	OnLost func(error) // called once, on the watchdog's goroutine, if the hold is lost
-	w      *Watchdog
-	renew  bool      // renewed by the watchdog; else a fixed lease
-	due    time.Time // the deadline, monotonic
-	index  int       // position in the deadline heap; -1 once stopped
+	lua.Renewal             // the lock's name, the owner's field, a read hold's timeout keys
+	OnLost      func(error) // called once, on the watchdog's goroutine, if the hold is lost
+	w           *Watchdog
+	renew       bool      // renewed by the watchdog; else a fixed lease
+	due         time.Time // the deadline, monotonic
+	index       int       // position in the deadline heap; -1 once stopped
 }
 
 // New starts a watchdog that renews through rdb.
@@ -97,13 +96,14 @@ func New(rdb redis.UniversalClient, opts Options) *Watchdog {
 	return w
 }
 
-// Watch registers a hold of field on key whose lock expires at deadline (the send
+// Watch registers the hold r (a field on a lock key, and for a read hold of a
+// read/write lock its timeout keys) whose lock expires at deadline (the send
 // time of the acquire plus its lease). With renew set, the watchdog renews it every
 // Interval; otherwise it only watches the deadline. onLost is called at most once,
 // without any watchdog lock held. After Close, Watch returns a hold that is never
 // renewed nor reported.
-func (w *Watchdog) Watch(key, field string, deadline time.Time, renew bool, onLost func(error)) *Hold {
-	h := &Hold{Key: key, Field: field, OnLost: onLost, w: w, renew: renew, due: deadline, index: -1}
+func (w *Watchdog) Watch(r lua.Renewal, deadline time.Time, renew bool, onLost func(error)) *Hold {
+	h := &Hold{Renewal: r, OnLost: onLost, w: w, renew: renew, due: deadline, index: -1}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -308,12 +308,10 @@ type batchResult struct {
 // send runs the batches in one pipelined round trip. When the server lost its
 // script cache (NOSCRIPT), it loads the script and sends the pipeline once more.
 func (w *Watchdog) send(ctx context.Context, batches [][]*Hold) []batchResult {
-	keys := make([][]string, len(batches))
-	fields := make([][]string, len(batches))
+	holds := make([][]lua.Renewal, len(batches))
 	for i, b := range batches {
 		for _, h := range b {
-			keys[i] = append(keys[i], h.Key)
-			fields[i] = append(fields[i], h.Field)
+			holds[i] = append(holds[i], h.Renewal)
 		}
 	}
 	out := make([]batchResult, len(batches))
@@ -321,7 +319,7 @@ func (w *Watchdog) send(ctx context.Context, batches [][]*Hold) []batchResult {
 		pipe := w.rdb.Pipeline()
 		cmds := make([]*redis.Cmd, len(batches))
 		for i := range batches {
-			cmds[i] = lua.RenewCmd(ctx, pipe, keys[i], fields[i], w.opts.Timeout)
+			cmds[i] = lua.RenewCmd(ctx, pipe, holds[i], w.opts.Timeout)
 		}
 		_, _ = pipe.Exec(ctx)
 		noScript := false
@@ -337,7 +335,7 @@ func (w *Watchdog) send(ctx context.Context, batches [][]*Hold) []batchResult {
 	for i, r := range out {
 		if r.err != nil && w.opts.Logger != nil && ctx.Err() == nil {
 			w.opts.Logger.Warn("watchdog: lock renewal failed; retrying next round",
-				"locks", len(keys[i]), "error", r.err)
+				"locks", len(holds[i]), "error", r.err)
 		}
 	}
 	return out

@@ -1,0 +1,111 @@
+package rlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/pubsub"
+)
+
+// waitFair waits for the fair lock lk. Its queue is in Redis, shared with every
+// client: each waiter queues itself there with its first attempt and then
+// attempts on its own, never through the client's queue of lockEntry. It
+// attempts again after its channel's subscription is confirmed, when a release
+// wakes it on that channel as the queue's head, when a hold of this client ends
+// without an unlock, and at the latest by the bound its last attempt answered.
+// A waiter that gives up leaves the Redis queue before waitFair returns.
+func (c *Client) waitFair(ctx context.Context, lk *lockDef, w *waiter) (*Lease, error) {
+	c.mu.Lock()
+	if c.ctx.Err() != nil {
+		c.mu.Unlock()
+		return nil, ErrClosed
+	}
+	e := c.entry(lk)
+	e.fair = append(e.fair, w)
+	c.mu.Unlock()
+
+	l, err := c.takeTurn(ctx, e, w)
+
+	c.mu.Lock()
+	e.fair = slices.DeleteFunc(e.fair, func(x *waiter) bool { return x == w })
+	c.forget(e)
+	c.mu.Unlock()
+	if err != nil {
+		c.leaveQueue(lk, w)
+	}
+	return l, err
+}
+
+// takeTurn attempts until w holds the fair lock of e or gives up.
+func (c *Client) takeTurn(ctx context.Context, e *lockEntry, w *waiter) (*Lease, error) {
+	var sub subscription
+	defer func() {
+		if sub != nil {
+			sub.Close()
+		}
+	}()
+	var confirmed <-chan struct{}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		l, ttl, err := c.attempt(ctx, w.o, e.lk, w.lo)
+		switch {
+		case err == nil:
+			return l, nil
+		case ctx.Err() != nil:
+			return nil, stopped(ctx, e.name)
+		case !errors.Is(err, ErrNotAcquired):
+			return nil, err
+		}
+		if sub == nil {
+			if sub, err = c.subscribeWaiter(ctx, e, w); err != nil {
+				return nil, err
+			}
+			confirmed = sub.Confirmed()
+		}
+		timer.Reset(time.Until(c.expiry(ttl)))
+		select {
+		case <-confirmed:
+			confirmed = nil
+		case <-sub.Ready():
+		case <-w.wake:
+		case <-timer.C:
+		case <-ctx.Done():
+			return nil, stopped(ctx, e.name)
+		}
+		timer.Stop()
+	}
+}
+
+// subscribeWaiter subscribes to w's own channel on the fair lock of e, on which
+// a release wakes the queue's head.
+func (c *Client) subscribeWaiter(ctx context.Context, e *lockEntry, w *waiter) (subscription, error) {
+	s, err := c.backend.subscribe(ctx, lua.WaiterChannel(e.name, c.fieldOf(w.o, e.lk).String()))
+	switch {
+	case errors.Is(err, pubsub.ErrClosed):
+		return nil, ErrClosed
+	case err != nil && ctx.Err() != nil:
+		return nil, stopped(ctx, e.name)
+	case err != nil:
+		return nil, fmt.Errorf("rlock: subscribe to %s: %w", quote(e.name), err)
+	}
+	return s, nil
+}
+
+// leaveQueue takes w out of the fair lock's Redis queue after it gave up, so
+// that it does not hold up the waiters behind it (Redisson's acquireFailed).
+// Failures are logged: the queue then skips w after its deadline.
+func (c *Client) leaveQueue(lk *lockDef, w *waiter) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.latchTTL.Duration())
+	defer cancel()
+	a := c.acquireArgs(lk, w.o, w.lo)
+	_, err := lua.Leave(ctx, c.rdb, lk.Lock, a.Field.String(), a.Wait, c.publishCommand(ctx))
+	if err != nil && c.opts.logger != nil {
+		c.opts.logger.Warn("rlock: a fair lock's waiter that gave up could not leave the queue; it is skipped after its deadline",
+			"lock", quote(lk.Name()), "error", err)
+	}
+}
