@@ -3,6 +3,7 @@ package rlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log"
 	"time"
 
@@ -191,4 +192,50 @@ func ExampleFencedMutex() {
 	if err := store.WriteIfNewer(ctx, "invoice:42", lease.Token(), []byte("paid")); err != nil {
 		log.Print(err) // a later holder already wrote
 	}
+}
+
+// A fair lock serves waiters in arrival order across every process: jobs that
+// must run in the order they were queued.
+func ExampleFairMutex() {
+	ctx := context.Background()
+	var c *rlock.Client // from rlock.New
+	jobs := c.NewFairMutex("jobs:ingest")
+
+	// Waits behind everyone already queued, in any process. A waiter that gives
+	// up (here after a minute) leaves the queue at once.
+	lease, err := jobs.TryLock(ctx, rlock.WithWaitTime(time.Minute))
+	if errors.Is(err, rlock.ErrNotAcquired) {
+		return // still busy after a minute
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lease.Unlock(ctx)
+	// ... run the job.
+}
+
+// A read/write lock lets many readers in at once, or one writer. The writer may
+// downgrade to a read hold; a reader cannot upgrade.
+func ExampleRWMutex() {
+	ctx := rlock.WithOwner(context.Background())
+	var c *rlock.Client // from rlock.New
+	rw := c.NewRWMutex("config")
+
+	w, err := rw.WriteLock().Lock(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// ... update the configuration, then keep reading it without letting
+	// another writer in: take the read side before giving up the write side.
+	r, err := rw.ReadLock().Lock(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := w.Unlock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer r.Unlock(ctx)
+
+	_, err = rw.WriteLock().TryLock(ctx)
+	fmt.Println(errors.Is(err, rlock.ErrUpgrade))
 }
