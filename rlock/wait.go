@@ -21,45 +21,49 @@ type subscription interface {
 	Close()
 }
 
-// lock acquires name for o, waiting when wait is set until deadline (zero: no
+// lock acquires lk for o, waiting when wait is set until deadline (zero: no
 // deadline) or ctx is done.
 func (c *Client) lock(ctx context.Context, lk *lockDef, o *owner, lo lockOptions, wait bool, deadline time.Time) (*Lease, error) {
-	name := lk.Name()
 	if o == nil {
 		o = newOwner()
 	}
-	c.mu.Lock()
-	e := c.locks[lk.id]
-	reentrant := e != nil && e.holdOf(o) != nil
-	queued := e != nil && (len(e.queue) > 0 || len(e.holds) > 0 && !lk.shared())
-	err := c.refuse(lk, o, reentrant)
-	c.mu.Unlock()
+	reentrant, queued, err := c.look(lk, o)
 	if err != nil {
 		return nil, err
 	}
-	if lk.Layout() == lua.LayoutFair && wait && !reentrant {
-		ctx, stop := c.waitContext(ctx, deadline)
-		defer stop()
-		lo.queue = true
-		return c.waitFair(ctx, lk, newWaiter(o, lo))
-	}
-
 	var first time.Time
-	if reentrant || !wait || !queued {
-		// No waiter of this client is ahead: try at once. The uncontended path
-		// ends here, without any pub/sub work.
+	if reentrant || !wait || !queued && lk.Layout() != lua.LayoutFair {
+		// No waiter of this client is ahead (a fair lock's waiters queue in
+		// Redis instead): try at once. The uncontended path ends here, without
+		// any pub/sub work.
 		l, ttl, err := c.attempt(ctx, o, lk, lo)
 		if err == nil || reentrant || !wait || !errors.Is(err, ErrNotAcquired) || ctx.Err() != nil {
-			return l, gaveUp(ctx, name, err)
+			return l, gaveUp(ctx, lk.Name(), err)
 		}
 		first = c.expiry(ttl)
 	}
 	ctx, stop := c.waitContext(ctx, deadline)
 	defer stop()
-	if lk.spin != nil {
+	switch {
+	case lk.spin != nil:
 		return c.spin(ctx, lk, o, lo)
+	case lk.Layout() == lua.LayoutFair:
+		lo.queue = true
+		return c.waitFair(ctx, lk, newWaiter(o, lo))
 	}
 	return c.wait(ctx, lk, newWaiter(o, lo), first)
+}
+
+// look reads what the client knows of lk before o's call: whether o holds it
+// already, whether a waiter of this client is ahead of the call or an owner of
+// it excludes the call, and why o may not take lk at all (refuse).
+func (c *Client) look(lk *lockDef, o *owner) (reentrant, queued bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.locks[lk.id]
+	reentrant = e != nil && e.holdOf(o) != nil
+	queued = e != nil && (len(e.queue) > 0 || len(e.holds) > 0 && !lk.shared())
+	return reentrant, queued, c.refuse(lk, o, reentrant)
 }
 
 // refuse returns why o may not take lk at all, at once: a second hold of a
