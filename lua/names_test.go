@@ -55,3 +55,27 @@ func TestCheckName(t *testing.T) {
 		}
 	}
 }
+
+// TestLayoutNames pins the fair and read/write locks' keys and channels to
+// Redisson's (shared/redisson-protocol.md §0.4), with and without a hash tag,
+// and checks that each shares the name's cluster slot.
+func TestLayoutNames(t *testing.T) {
+	for _, tc := range []struct{ name, queue, timeouts, waiter, rw, readTimeout string }{
+		{"jobs", "redisson_lock_queue:{jobs}", "redisson_lock_timeout:{jobs}",
+			"redisson_lock__channel:{jobs}:u:1", "redisson_rwlock:{jobs}", "{jobs}:u:1:rwlock_timeout:2"},
+		{"{t}:jobs", "redisson_lock_queue:{t}:jobs", "redisson_lock_timeout:{t}:jobs",
+			"redisson_lock__channel:{t}:jobs:u:1", "redisson_rwlock:{t}:jobs", "{t}:jobs:u:1:rwlock_timeout:2"},
+	} {
+		got := []string{QueueName(tc.name), TimeoutsName(tc.name), WaiterChannel(tc.name, "u:1"),
+			RWChannelName(tc.name), ReadTimeoutName(tc.name, "u:1", 2)}
+		want := []string{tc.queue, tc.timeouts, tc.waiter, tc.rw, tc.readTimeout}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Errorf("%q: got %q, want %q", tc.name, got[i], want[i])
+			}
+			if Slot(got[i]) != Slot(tc.name) {
+				t.Errorf("%q: %q is in slot %d, the name in %d", tc.name, got[i], Slot(got[i]), Slot(tc.name))
+			}
+		}
+	}
+}
