@@ -177,8 +177,8 @@ func (c *Client) grant(o *owner, lk *lockDef, a lua.AcquireArgs, lo lockOptions,
 
 // endHold forgets a hold: its leases end with err, its renewal stops. A hold that
 // ends without an unlock (err is not ErrUnlocked: lost, force-unlocked, expired)
-// wakes the head to attempt at once: nothing else will tell it the lock may be
-// free. c.mu must be held.
+// wakes this client's waiters on the lock to attempt at once: nothing else will
+// tell them the lock may be free. c.mu must be held.
 func (c *Client) endHold(h *hold, err error) {
 	e := h.e
 	if e.holdOf(h.owner) != h {
@@ -192,12 +192,25 @@ func (c *Client) endHold(h *hold, err error) {
 	h.wd.Stop()
 	e.holds = slices.DeleteFunc(e.holds, func(x *hold) bool { return x == h })
 	if !errors.Is(err, ErrUnlocked) {
+		c.wakeWaiters(e.lk)
+	}
+	c.forget(e)
+}
+
+// wakeWaiters makes this client's waiters on lk's Redis key look again at once:
+// the head of each queue on the key (both sides of a read/write lock) and every
+// fair waiter. c.mu must be held.
+func (c *Client) wakeWaiters(lk *lockDef) {
+	for _, id := range lk.keyIDs() {
+		e := c.locks[id]
+		if e == nil {
+			continue
+		}
 		e.attemptBy(time.Now())
 		for _, w := range e.fair {
 			w.poke()
 		}
 	}
-	c.forget(e)
 }
 
 // resync sets a hold's count to what Redis holds. When the owner's holds are
