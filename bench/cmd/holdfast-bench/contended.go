@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"slices"
@@ -40,11 +41,17 @@ func (c contendedCase) flagName() string {
 // Total is the number of goroutines over all processes.
 func (c contendedCase) Total() int { return c.Procs * c.Goroutines }
 
+// contendedCases returns the contended cases: 1×2, 1×8, 1×32 and 4×4 with
+// 1 ms and 0 ms critical sections, and 4×8 (32 goroutines over 4 processes,
+// for the fair lock's spread) with 1 ms.
 func contendedCases() []contendedCase {
 	var out []contendedCase
 	for _, cs := range []time.Duration{time.Millisecond, 0} {
 		for _, pg := range [][2]int{{1, 2}, {1, 8}, {1, 32}, {4, 4}} {
 			out = append(out, contendedCase{Procs: pg[0], Goroutines: pg[1], CS: cs})
+		}
+		if cs > 0 {
+			out = append(out, contendedCase{Procs: 4, Goroutines: 8, CS: cs})
 		}
 	}
 	return out
@@ -167,6 +174,24 @@ var runSeq int
 // runContended runs one library in one case in worker processes and
 // returns the statistics of the measured window.
 func runContended(ctx context.Context, srv *redisserver.Server, lib libs.Library, c contendedCase, o options) (*runStats, error) {
+	wr, err := runWorkers(ctx, srv, lib, c, modeShared, o)
+	if err != nil {
+		return nil, err
+	}
+	return analyze(lib.Name, c, wr.results, wr.ws, wr.we, wr.cmds, wr.scripts), nil
+}
+
+// workersRun is what the workers of one run reported, with the measured
+// window (CLOCK_MONOTONIC ns) and the server's command and script calls in it.
+type workersRun struct {
+	results       []workerResult
+	ws, we        int64
+	cmds, scripts int64
+}
+
+// runWorkers runs c.Procs worker processes of c.Goroutines goroutines each,
+// looping on locks of lib as mode says, and collects their results.
+func runWorkers(ctx context.Context, srv *redisserver.Server, lib libs.Library, c contendedCase, mode string, o options) (*workersRun, error) {
 	runSeq++
 	key := fmt.Sprintf("bench:%s:%d", lib.Name, runSeq)
 	workers := make([]*worker, 0, c.Procs)
@@ -178,7 +203,7 @@ func runContended(ctx context.Context, srv *redisserver.Server, lib libs.Library
 	for p := range c.Procs {
 		w, err := startWorker(workerConfig{
 			Lib: lib.Name, Addr: srv.Addr, Key: key, Proc: p, Goroutines: c.Goroutines, CS: c.CS,
-			Warmup: o.warmup, Duration: o.duration, LockTimeout: o.lockTimeout,
+			Warmup: o.warmup, Duration: o.duration, LockTimeout: o.lockTimeout, Mode: mode,
 		})
 		if err != nil {
 			return nil, err
@@ -230,7 +255,7 @@ func runContended(ctx context.Context, srv *redisserver.Server, lib libs.Library
 		_ = w.stdin.Close()
 		_ = w.cmd.Wait()
 	}
-	return analyze(lib.Name, c, results, ws, we, cmds, scripts), nil
+	return &workersRun{results: results, ws: ws, we: we, cmds: cmds, scripts: scripts}, nil
 }
 
 // acqRec is an acquisition with its process.
@@ -356,6 +381,49 @@ func analyze(lib string, c contendedCase, results []workerResult, ws, we, cmds, 
 		rs.ScrPerAcq = float64(scripts) / float64(rs.Acq)
 	}
 	return rs
+}
+
+// spread returns the most and fewest acquisitions of one goroutine in the
+// window.
+func (rs *runStats) spread() (maxG, minG int) {
+	return perGSpread(rs.PerG)
+}
+
+// perGSpread returns the largest and smallest of per-goroutine counts (0, 0
+// for none).
+func perGSpread(perG []int) (maxG, minG int) {
+	if len(perG) == 0 {
+		return 0, 0
+	}
+	minG = perG[0]
+	for _, n := range perG {
+		maxG, minG = max(maxG, n), min(minG, n)
+	}
+	return maxG, minG
+}
+
+// spreadRatio returns max ÷ min of per-goroutine counts, +Inf when a
+// goroutine had none (and others had some), and false when nobody acquired.
+func spreadRatio(perG []int) (float64, bool) {
+	maxG, minG := perGSpread(perG)
+	switch {
+	case maxG == 0:
+		return 0, false
+	case minG == 0:
+		return math.Inf(1), true
+	}
+	return float64(maxG) / float64(minG), true
+}
+
+// fmtSpread renders a spreadRatio: two decimals, ∞, or — .
+func fmtSpread(v float64, ok bool) string {
+	switch {
+	case !ok:
+		return "—"
+	case math.IsInf(v, 1):
+		return "∞"
+	}
+	return fmt.Sprintf("%.2f", v)
 }
 
 func fmtDur(d time.Duration) string {

@@ -1,15 +1,18 @@
 // Command holdfast-bench benchmarks holdfast's Mutex side by side with
-// redsync, bsm/redislock and rueidislock on a private redis-server, and
-// writes docs/performance.md and its plots.
+// redsync, bsm/redislock and rueidislock on a private redis-server, with
+// holdfast's SpinMutex and FairMutex beside them, and writes
+// docs/performance.md and its plots.
 //
 // It measures, in one run and interleaving the libraries so that machine
 // drift hits all alike: PING (the yardstick), uncontended Lock+Unlock (and
 // holdfast's TryLock and reentrant variants), with per-cycle server time,
-// client CPU and allocations from a separate batch per row, and
-// contended runs with 1×2, 1×8, 1×32 goroutines in one process and
-// 4 processes × 4 goroutines, with 0 and 1 ms critical sections. The
-// multi-process cases (and, for uniformity, every contended case) run in
-// worker processes: the binary re-executes itself.
+// client CPU and allocations from a separate batch per row; the throughput
+// of 8 goroutines sharing one RWMutex's read side against Mutex cycles of 1
+// goroutine and of 8 goroutines on 8 names; and contended runs with 1×2, 1×8,
+// 1×32 goroutines in one process and 4 processes × 4 goroutines, with 0 and
+// 1 ms critical sections, and 4 processes × 8 goroutines with 1 ms. The
+// multi-process cases (and, for uniformity, every contended case and the
+// read-lock rows) run in worker processes: the binary re-executes itself.
 //
 // Usage (from bench/):
 //
@@ -51,6 +54,7 @@ type options struct {
 	jsonOut     string
 	contended   bool
 	cases       string
+	readLock    bool
 }
 
 func main() {
@@ -75,6 +79,7 @@ func main() {
 	flag.IntVar(&o.cycles, "cycles", 0, "uncontended cycles per library per round (default 400, -quick 200)")
 	flag.StringVar(&o.jsonOut, "json", "", "also write the summarised results as JSON to this file")
 	flag.BoolVar(&o.contended, "contended", true, "run the contended cases (false: PING and uncontended only)")
+	flag.BoolVar(&o.readLock, "readlock", true, "run the read-lock throughput rows (needs the holdfast library selected)")
 	flag.StringVar(&o.cases, "cases", "", "comma-separated contended cases to run, e.g. 4x4-1ms,1x32-0ms (default all)")
 	flag.Parse()
 	setDefaults(&o)
@@ -123,6 +128,16 @@ func libNames(ls []libs.Library) []string {
 	return names
 }
 
+// hasLib reports whether ls holds the library called name.
+func hasLib(ls []libs.Library, name string) bool {
+	for _, l := range ls {
+		if l.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 func selectLibs(names string) ([]libs.Library, error) {
 	if names == "" {
 		return libs.All(), nil
@@ -167,6 +182,11 @@ func run(o options) error {
 	log.Printf("uncontended: %d rounds × %d cycles per library", o.rounds, o.cycles)
 	if res.Uncontended, err = runUncontended(ctx, srv, selected, o.rounds, o.cycles); err != nil {
 		return fmt.Errorf("uncontended: %w", err)
+	}
+
+	if o.readLock && hasLib(selected, libs.Holdfast) {
+		log.Printf("read lock: %d rounds of %d rows, %s windows", readLockRounds, len(throughputCases()), o.duration/readLockRounds)
+		res.ReadLock = runReadLock(ctx, srv, o)
 	}
 
 	cases, err := selectCases(o.cases)

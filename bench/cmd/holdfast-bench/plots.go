@@ -23,7 +23,7 @@ const minPlotMS = 0.01
 
 func writePlots(r *results, dir string) ([]plotRef, error) {
 	var refs []plotRef
-	for _, c := range []contendedCase{{4, 4, time.Millisecond}, {1, 32, time.Millisecond}, {4, 4, 0}} {
+	for _, c := range []contendedCase{{4, 4, time.Millisecond}, {1, 32, time.Millisecond}, {4, 8, time.Millisecond}, {4, 4, 0}} {
 		file := fmt.Sprintf("wait-cdf-%dx%d-%dms.png", c.Procs, c.Goroutines, c.CS.Milliseconds())
 		title := fmt.Sprintf("Waiter wait distribution, %d × %d goroutines, %d ms critical section", c.Procs, c.Goroutines, c.CS.Milliseconds())
 		ok, err := waitCDF(r, c, title, filepath.Join(dir, file))

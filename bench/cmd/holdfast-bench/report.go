@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"runtime"
 	"strings"
@@ -24,6 +23,7 @@ type results struct {
 	Cycles      int
 	Quick       bool
 	Uncontended []*uncontendedStats
+	ReadLock    []*throughputStats
 	Contended   []*runStats
 }
 
@@ -183,12 +183,9 @@ func contendedCols(c contendedCase) []metricCol {
 		metricCol{head: "re-acquired by releaser while others waited", text: func(rs *runStats) string {
 			return pct(rs.Barged, rs.ContestedReleases)
 		}},
-		metricCol{head: "acq / goroutine max / min", text: func(rs *runStats) string {
-			maxG, minG := 0, math.MaxInt
-			for _, n := range rs.PerG {
-				maxG, minG = max(maxG, n), min(minG, n)
-			}
-			return fmt.Sprintf("%d / %d", maxG, minG)
+		metricCol{head: "acq / goroutine max / min (max ÷ min)", text: func(rs *runStats) string {
+			maxG, minG := rs.spread()
+			return fmt.Sprintf("%d / %d (%s)", maxG, minG, fmtSpread(spreadRatio(rs.PerG)))
 		}},
 		metricCol{head: "starved", text: func(rs *runStats) string { return fmt.Sprint(rs.Starved) }},
 		metricCol{head: "round trips / acq", value: func(rs *runStats) (float64, bool) { return rs.RTPerAcq, rs.Acq > 0 },
@@ -235,6 +232,7 @@ func renderMarkdown(r *results, plots []plotRef) string {
 
 	p("## Targets for holdfast's Mutex\n\n")
 	renderTargets(&b, r)
+	renderKinds(&b, r)
 
 	p("\n## Machine\n\n| | |\n|---|---|\n")
 	for _, f := range r.Env {
@@ -304,7 +302,9 @@ func renderMarkdown(r *results, plots []plotRef) string {
 		"that the hand-off, taken over consecutive holders only, hides (a poller wins only when its poll falls just after a release).\n")
 	p("- **Re-acquired by releaser while others waited**: among acquisitions whose previous holder's `Unlock` returned while another " +
 		"goroutine had a `Lock` call waiting, the share that went back to that same releasing goroutine (barging).\n")
-	p("- **Acquisitions per goroutine max/min**, **starved**: per goroutine, acquisitions in the window; starved = goroutines with 0.\n")
+	p("- **Acquisitions per goroutine max/min**, **starved**: per goroutine, acquisitions whose `Lock` returned in the window; " +
+		"max / min are the most and the fewest of one goroutine, *max ÷ min* their ratio (∞ when a goroutine had none); " +
+		"starved = goroutines with 0.\n")
 	p("- **Client round trips**: commands plus pipelines sent through the library's client: a go-redis `AddHook` (process and pipeline hooks) " +
 		"on the client handed to the library; for rueidislock a wrapper around `rueidis.Client` (via `LockerOption.ClientBuilder`) counting " +
 		"`Do`/`DoMulti`/`DoCache`/… calls. A script call is 1 (2 on a NOSCRIPT fall-back). Commands of a go-redis `PubSub` " +
@@ -314,7 +314,8 @@ func renderMarkdown(r *results, plots []plotRef) string {
 		"÷ acquisitions. Redis counts commands that a script runs with `redis.call` too (checked on 7.0.15: an `EVAL` running `SET` and `GET` adds 3), " +
 		"so an `EVALSHA` whose script runs two commands counts 3. *scripts* = `EVAL`/`EVALSHA`/`FCALL` calls alone.\n")
 	p("- **Overlaps** (sanity check, should be 0): acquisitions whose `Lock` returned before the previous holder called `Unlock`.\n")
-	p("- **holdfast ÷ best peer**: holdfast's value divided by the best of the other libraries in that column (lowest, or highest for acq/s); " +
+	p("- **holdfast ÷ best peer**: holdfast's value (its `Mutex`) divided by the best of the other libraries in that column (lowest, or highest for acq/s; " +
+		"the peers are redsync, redislock and rueidislock, not holdfast-spin or holdfast-fair); " +
 		"below 1 is better except for acq/s. For the uncontended table: holdfast's Lock+Unlock row against the other libraries' rows " +
 		"(not PING, not holdfast's other rows).\n")
 
@@ -613,6 +614,10 @@ func (r *results) summary() any {
 		*uncontendedStats
 		Latency dist
 	}
+	type thr struct {
+		*throughputStats
+		CycleLatency dist
+	}
 	type con struct {
 		*runStats
 		Handoff, HandoffCrossProcess, ReleaseToWaiter, Wait dist
@@ -622,9 +627,14 @@ func (r *results) summary() any {
 		Elapsed     time.Duration
 		Env         []envFact
 		Targets     []target
+		KindTargets []target
 		Uncontended []unc
+		ReadLock    []thr
 		Contended   []con
-	}{Started: r.Started, Elapsed: r.Elapsed, Env: r.Env, Targets: r.targets()}
+	}{Started: r.Started, Elapsed: r.Elapsed, Env: r.Env, Targets: r.targets(), KindTargets: r.kindTargets()}
+	for _, t := range r.ReadLock {
+		out.ReadLock = append(out.ReadLock, thr{t, d(t.Cycle)})
+	}
 	for _, u := range r.Uncontended {
 		out.Uncontended = append(out.Uncontended, unc{u, d(u.Lat)})
 	}

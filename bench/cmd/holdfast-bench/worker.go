@@ -28,7 +28,17 @@ type workerConfig struct {
 	Warmup      time.Duration `json:"warmup"`
 	Duration    time.Duration `json:"duration"`
 	LockTimeout time.Duration `json:"lockTimeout"`
+	// Mode says which lock each goroutine loops on: modeShared (the default),
+	// modeDistinct or modeRead.
+	Mode string `json:"mode,omitempty"`
 }
+
+// Worker modes.
+const (
+	modeShared   = ""         // every goroutine on the lock Key, through NewLocker
+	modeDistinct = "distinct" // goroutine g on the lock Key:g, through NewLocker
+	modeRead     = "read"     // every goroutine on the read side of Key, through NewReadLocker
+)
 
 // Lock call outcomes.
 const (
@@ -79,10 +89,22 @@ func runWorker(cfgJSON string) error {
 	if err != nil {
 		return fmt.Errorf("ping: %w", err)
 	}
+	newLocker := inst.NewLocker
+	switch cfg.Mode {
+	case modeShared, modeDistinct:
+	case modeRead:
+		ri, ok := inst.(libs.ReadLockInstance)
+		if !ok {
+			return fmt.Errorf("%s has no read lock", cfg.Lib)
+		}
+		newLocker = ri.NewReadLocker
+	default:
+		return fmt.Errorf("unknown mode %q", cfg.Mode)
+	}
 	// Warm up: connect, load the scripts, set up subscriptions, on a lock
 	// nobody else uses.
 	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	unlock, err := inst.NewLocker(fmt.Sprintf("%s:warm:%d", cfg.Key, cfg.Proc)).Lock(wctx)
+	unlock, err := newLocker(fmt.Sprintf("%s:warm:%d", cfg.Key, cfg.Proc)).Lock(wctx)
 	if err == nil {
 		err = unlock(wctx)
 	}
@@ -92,7 +114,11 @@ func runWorker(cfgJSON string) error {
 	}
 	lockers := make([]libs.Locker, cfg.Goroutines)
 	for i := range lockers {
-		lockers[i] = inst.NewLocker(cfg.Key)
+		name := cfg.Key
+		if cfg.Mode == modeDistinct {
+			name = fmt.Sprintf("%s:%d", cfg.Key, i)
+		}
+		lockers[i] = newLocker(name)
 	}
 	fmt.Println("READY")
 

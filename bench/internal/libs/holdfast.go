@@ -106,9 +106,6 @@ func (i *holdfastInstance) Close() error {
 	return closeHoldfast(i.c, i.goRedisBase)
 }
 
-// HoldfastSpin is the name of holdfast's SpinMutex in the tables.
-const HoldfastSpin = "holdfast-spin"
-
 func init() {
 	register(Library{
 		Name:   HoldfastSpin,
@@ -132,3 +129,35 @@ type holdfastSpinInstance struct {
 func (i *holdfastSpinInstance) NewLocker(name string) Locker { return lockerOf(i.c.NewSpinMutex(name)) }
 
 func (i *holdfastSpinInstance) Close() error { return closeHoldfast(i.c, i.goRedisBase) }
+
+func init() {
+	register(Library{
+		Name:   HoldfastFair,
+		Module: "github.com/holdfast-go/holdfast",
+		Settings: "as holdfast, with Client.NewFairMutex(name): waiters queue in Redis (redisson_lock_queue:{name}) " +
+			"and each is woken on its own channel, in arrival order across processes; default fair wait timeout (5 min). " +
+			GoRedisSettings,
+		Client: GoRedis,
+		Open: func(addr string) (Instance, error) {
+			return openHoldfast(addr, func(b goRedisBase, c *rlock.Client) Instance {
+				return &holdfastFairInstance{goRedisBase: b, c: c}
+			})
+		},
+	})
+}
+
+type holdfastFairInstance struct {
+	goRedisBase
+	c *rlock.Client
+}
+
+func (i *holdfastFairInstance) NewLocker(name string) Locker { return lockerOf(i.c.NewFairMutex(name)) }
+
+func (i *holdfastFairInstance) Close() error { return closeHoldfast(i.c, i.goRedisBase) }
+
+// NewReadLocker returns a Locker on the read side of the RWMutex called name
+// (Client.NewRWMutex(name).ReadLock()): every Lock call is a fresh owner, so
+// the Lockers of one name hold it together.
+func (i *holdfastInstance) NewReadLocker(name string) Locker {
+	return lockerOf(i.c.NewRWMutex(name).ReadLock())
+}

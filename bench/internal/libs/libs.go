@@ -48,6 +48,15 @@ type VariantInstance interface {
 	Variants(ctx context.Context, prefix string) ([]Variant, error)
 }
 
+// ReadLockInstance is an Instance that also offers the read side of a
+// reader/writer lock, which many goroutines hold at once.
+type ReadLockInstance interface {
+	Instance
+	// NewReadLocker returns a Locker on the read side of the reader/writer
+	// lock name, for one goroutine.
+	NewReadLocker(name string) Locker
+}
+
 // Client kinds, for choosing the PING yardstick.
 const (
 	GoRedis = "go-redis"
@@ -104,8 +113,15 @@ func ByName(name string) (Library, bool) {
 	return Library{}, false
 }
 
-// Holdfast is the name of holdfast's Mutex in the tables.
-const Holdfast = "holdfast"
+// Names of holdfast's locks in the tables (all begin with Holdfast).
+const (
+	// Holdfast is the name of holdfast's Mutex.
+	Holdfast = "holdfast"
+	// HoldfastSpin is the name of holdfast's SpinMutex.
+	HoldfastSpin = "holdfast-spin"
+	// HoldfastFair is the name of holdfast's FairMutex.
+	HoldfastFair = "holdfast-fair"
+)
 
 // ModuleVersion returns the version of a dependency of this binary,
 // "(devel)" for a replaced module, or "?" when unknown.
