@@ -12,6 +12,8 @@
 --          a single attempt, which never queues
 -- ARGV[5]  now: the client's wall clock, epoch ms (Redisson compares the
 --          clients' clocks; see docs/safety.md)
+-- ARGV[6]  publish command: PUBLISH or SPUBLISH
+-- ARGV[7]  the waiters' channel prefix redisson_lock__channel:{N}
 --
 -- Returns
 --   "OK"     acquired: the owner's count is now c+1 (also when it already was:
@@ -19,14 +21,23 @@
 --   integer  not acquired: ms after which the caller should attempt again at the
 --            latest, unless woken before (-1: the holder set no expiry). For the
 --            queue's head it is N's PTTL; for a waiter behind it, the time until
---            the waiter ahead of it would be skipped as dead, or N's PTTL if sooner.
+--            the waiter ahead of it would be skipped as dead, or N's PTTL if
+--            sooner; while N is free and the waiter ahead is the head, at
+--            most 1 s.
 --   {n}      the owner's count in Redis is n, not c: nothing changed
 --
 -- As Redisson's script: stale heads (deadline <= now) are dropped first; a free N
 -- goes to the queue's head, or to anyone when the queue is empty, and then every
 -- deadline comes ARGV[4] sooner; a newcomer's deadline is its predecessor's (or
 -- N's PTTL) plus ARGV[4]. Unlike it, a waiter behind the head learns when to
--- look again (Redisson answers it N's PTTL, 0 when N is free: a busy loop).
+-- look again (Redisson answers it N's PTTL, 0 when N is free: a busy loop), and
+-- a waiter that takes the lock with others queued behind it wakes the new head
+-- ("0" on its channel), so that the new head reads the new holder's lease: a
+-- hold that then ends without a release (lease run out, key deleted) still
+-- bounds the new head's sleep. A waiter that Redisson's acquire makes the
+-- holder sends no such message: so the waiter right behind a head that has not
+-- taken the free lock yet looks again within 1 s (only that one: the others
+-- are woken in turn as the queue moves).
 local now = tonumber(ARGV[5])
 local wait = tonumber(ARGV[4])
 while true do
@@ -66,6 +77,10 @@ if ttl == -2 and (not head or head == ARGV[2]) then
   end
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
+  local next = redis.call('lindex', KEYS[2], 0)
+  if next then
+    redis.call(ARGV[6], ARGV[7] .. ':' .. next, '0')
+  end
   return redis.status_reply('OK')
 end
 if wait == 0 then
@@ -79,6 +94,9 @@ local function bound(pred)
     return ttl
   end
   local b = math.max(tonumber(t) - now, 1)
+  if ttl == -2 and pred == head then
+    return math.min(b, 1000)
+  end
   if ttl > 0 and ttl < b then
     return ttl
   end

@@ -114,6 +114,9 @@ type AcquireArgs struct {
 	// Fenced makes the acquisition take a fencing token (Redisson's RFencedLock):
 	// INCR of the lock's token key, returned in AcquireReply.Token.
 	Fenced bool
+	// Publish is the command a fair lock's acquisition wakes the next waiter
+	// with: Publish or ShardedPublish; "" means Publish.
+	Publish string
 	// Wait, on a fair lock, queues the owner when the lock is not its to take,
 	// and is how long it may then wait once its turn comes before it is skipped
 	// as dead (Redisson's thread wait time). Zero: a single attempt that never
@@ -173,7 +176,7 @@ func acquireCall(ctx context.Context, rdb Processor, a AcquireArgs) (any, int, e
 	switch {
 	case l.layout == LayoutFair:
 		return fairAcquireScript.call(ctx, rdb, []any{nil, nil, 3, l.key, l.queue, l.dl,
-			a.Lease.arg(), a.Field.arg(), a.Expected, a.Wait.Milliseconds(), now()}, a.Acks)
+			a.Lease.arg(), a.Field.arg(), a.Expected, a.Wait.Milliseconds(), now(), publish(a.Publish), l.ch}, a.Acks)
 	case l.layout == LayoutRead:
 		return readAcquireScript.call(ctx, rdb, []any{nil, nil, 1, l.key,
 			a.Lease.arg(), a.Field.arg(), a.Field.String() + WriteSuffix, a.Expected, l.rtPrefix}, a.Acks)

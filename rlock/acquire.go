@@ -106,6 +106,9 @@ func (c *Client) acquireArgs(lk *lockDef, o *owner, lo lockOptions) lua.AcquireA
 		acks = *lo.acks
 	}
 	a := lua.AcquireArgs{Lock: lk.Lock, Fenced: lk.fenced, Field: c.fieldOf(o, lk), Lease: c.leaseOf(lo), Acks: acks}
+	if lk.Layout() == lua.LayoutFair {
+		a.Publish = c.publishCommand(c.ctx)
+	}
 	if lk.Layout() == lua.LayoutFair && lo.queue {
 		a.Wait = lo.waitTime
 		if a.Wait <= 0 {
