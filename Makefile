@@ -8,14 +8,19 @@ GO ?= go
 TESTFLAGS ?=
 # Arguments for the benchmark tool, e.g. `make bench BENCHARGS='-duration 30s'`.
 BENCHARGS ?=
+# Where `make bench` writes performance.md and img/ (bench/out/ is gitignored);
+# `make bench-docs` writes docs/ instead, the tracked report.
+BENCH_OUT ?= $(CURDIR)/bench/out
 
 GOFILES = $(shell find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*')
 
 .DEFAULT_GOAL := test
-.PHONY: test lint fmt-check vet test-root test-integration setup bench soak
+.PHONY: test lint fmt-check vet test-root test-integration setup bench bench-docs soak
 
-## test: the CI test command: lint, then race tests of both modules.
-test: lint test-root test-integration
+## test: the CI test command: setup (installs redis-server when missing), lint, then race
+## tests of both modules. One command on a fresh clone; setup is quick and silent but for
+## one line when redis-server is there.
+test: setup lint test-root test-integration
 
 ## lint: gofmt check and go vet for both modules.
 lint: fmt-check vet
@@ -34,13 +39,19 @@ test-root:
 test-integration:
 	cd integration && $(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) ./...
 
-## setup: install what the tests need (redis-server) on a Debian machine.
+## setup: install what the tests need (redis-server) on a Debian machine; idempotent.
 setup:
-	bash scripts/setup.sh
+	@bash scripts/setup.sh
 
-## bench: run the benchmark tool against Redis.
+## bench: run the benchmark tool (about 4 minutes) and write its report to $(BENCH_OUT),
+## leaving the tracked docs/performance.md alone.
 bench:
-	cd bench && $(GO) run ./cmd/holdfast-bench $(BENCHARGS)
+	cd bench && $(GO) run ./cmd/holdfast-bench -out $(abspath $(BENCH_OUT)) $(BENCHARGS)
+	@echo "bench: report in $(abspath $(BENCH_OUT))/performance.md; \`make bench-docs\` updates docs/performance.md and docs/img/"
+
+## bench-docs: the same run, rewriting docs/performance.md and docs/img/ (commit them).
+bench-docs:
+	$(MAKE) bench BENCH_OUT=$(CURDIR)/docs
 
 ## soak: the long fault-injection run (build tag soak); length: SOAK_DURATION (default 2m).
 SOAK_DURATION ?= 2m

@@ -1,5 +1,7 @@
-// Package lua holds holdfast's server-side scripts and the names of the keys and
-// channels they touch.
+// Package lua is a building block of package rlock: it holds holdfast's
+// server-side scripts and the names of the keys and channels they touch.
+// Applications use rlock (Client, Mutex and the other locks), which calls these
+// scripts with the bookkeeping they rely on, and never this package directly.
 //
 // Each operation on a lock is one embedded .lua file, headed by its KEYS/ARGV
 // contract, and runs atomically in one round trip as EVALSHA, with EVAL when the

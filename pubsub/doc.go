@@ -1,4 +1,7 @@
-// Package pubsub shares one subscriber connection among all the waiters of a client.
+// Package pubsub is a building block of package rlock: it shares one subscriber
+// connection among all the waiters of a client. Applications use rlock (Client,
+// Mutex and the other locks), whose waits run on this package, and never this
+// package directly.
 //
 // A Hub is owned by one rlock.Client. Waiters call Subscribe for the channel on
 // which a lock announces its releases; every waiter of the client on the same

@@ -1,5 +1,7 @@
-// Package watchdog keeps lock holds alive and tells their holders when a hold is
-// lost.
+// Package watchdog is a building block of package rlock: it keeps lock holds
+// alive and tells their holders when a hold is lost. Applications use rlock,
+// whose Client runs one Watchdog for all its locks (see rlock.Lease.Done and
+// rlock.WithOnLost), and never this package directly.
 //
 // One Watchdog serves every hold of one client with one goroutine, as etcd's
 // session keeps one lease alive for many mutexes. A hold taken without an explicit
