@@ -49,7 +49,8 @@ type backend struct {
 }
 
 // New returns a Client that locks through rdb, which may be any
-// redis.UniversalClient (a *redis.Client today; Cluster and Sentinel are planned).
+// redis.UniversalClient: a *redis.Client, a Sentinel *redis.Client (NewFailoverClient)
+// or a *redis.ClusterClient.
 // New does no I/O. Close the Client when done; closing rdb is the caller's job.
 func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 	if isNil(rdb) {

@@ -68,7 +68,7 @@ func main() {
 	}
 
 	var o options
-	flag.StringVar(&o.out, "out", "../docs", "directory for performance.md and img/*.png")
+	flag.StringVar(&o.out, "out", "out", "directory for performance.md and img/*.png (make bench-docs passes ../docs)")
 	flag.BoolVar(&o.quick, "quick", false, "short run: 1 s windows, fewer uncontended cycles")
 	flag.DurationVar(&o.duration, "duration", 0, "measured window of each contended run (default 3s, -quick 1s)")
 	flag.DurationVar(&o.warmup, "warmup", 0, "unmeasured start of each contended run (default 500ms, -quick 300ms)")
