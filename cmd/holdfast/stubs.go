@@ -7,7 +7,6 @@ import "context"
 func lockCommand(ctx context.Context, args []string, io stdio) int   { return notYet(io, "lock") }
 func statusCommand(ctx context.Context, args []string, io stdio) int { return notYet(io, "status") }
 func unlockCommand(ctx context.Context, args []string, io stdio) int { return notYet(io, "unlock") }
-func demoCommand(ctx context.Context, args []string, io stdio) int   { return notYet(io, "demo") }
 
 func notYet(io stdio, name string) int {
 	_, _ = io.err.Write([]byte("holdfast: " + name + ": not implemented yet\n"))
