@@ -25,6 +25,7 @@ const (
 	exitOK          = 0
 	exitBusy        = 1  // the lock was busy (-n, -w); -E changes it
 	exitUsage       = 64 // bad flags or arguments (sysexits EX_USAGE)
+	exitDataErr     = 65 // the key is not a lock (unlock; EX_DATAERR)
 	exitUnavailable = 69 // Redis unreachable, authentication refused (EX_UNAVAILABLE)
 	exitSoftware    = 70 // an unexpected error (EX_SOFTWARE)
 	exitLockLost    = 75 // the lock was lost while the command ran (EX_TEMPFAIL)
@@ -35,15 +36,27 @@ const (
 // stdio is where a subcommand reads and writes: the process's own streams, or a
 // test's buffers.
 type stdio struct {
-	in       io.Reader
-	out, err io.Writer
-	env      func(string) string // os.Getenv
+	in          io.Reader
+	out, err    io.Writer
+	env         func(string) string // os.Getenv
+	interactive bool                // in is a terminal: unlock asks before it force-releases
 }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr, env: os.Getenv}))
+	os.Exit(run(ctx, os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr, env: os.Getenv, interactive: isTerminal(os.Stdin)}))
+}
+
+// isTerminal reports whether f is a terminal: a character device other than
+// os.DevNull (the stdin of cron jobs and of many services).
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err != nil || !os.SameFile(fi, null)
 }
 
 // run runs the subcommand args[0] and returns the exit code.

@@ -4,9 +4,7 @@ import "context"
 
 // The subcommands below are being written; each replaces its stub.
 
-func lockCommand(ctx context.Context, args []string, io stdio) int   { return notYet(io, "lock") }
-func statusCommand(ctx context.Context, args []string, io stdio) int { return notYet(io, "status") }
-func unlockCommand(ctx context.Context, args []string, io stdio) int { return notYet(io, "unlock") }
+func lockCommand(ctx context.Context, args []string, io stdio) int { return notYet(io, "lock") }
 
 func notYet(io stdio, name string) int {
 	_, _ = io.err.Write([]byte("holdfast: " + name + ": not implemented yet\n"))

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+)
+
+// writeHuman writes st as a short block: a headline, then one line per fact.
+func writeHuman(w io.Writer, st objectStatus) {
+	fmt.Fprintf(w, "%s: %s\n", st.Name, headline(st))
+	switch st.Kind {
+	case kindNotALock:
+		return
+	case kindCounter, kindPermits:
+		writeCounter(w, st)
+		return
+	}
+	if st.TTLMillis != -2 {
+		fmt.Fprintf(w, "  lease:    %s\n", fmtMillis(st.TTLMillis))
+	}
+	if len(st.Holders) > 0 {
+		fmt.Fprintf(w, "  holders:  %d\n", len(st.Holders))
+		for _, h := range st.Holders {
+			fmt.Fprintf(w, "    %s\n", holderLine(h))
+		}
+	}
+	if len(st.Queue) > 0 {
+		fmt.Fprintf(w, "  queue:    %d waiting, first served first\n", len(st.Queue))
+		for i, q := range st.Queue {
+			fmt.Fprintf(w, "    %d. %s\n", i+1, queuedLine(q))
+		}
+	}
+	if st.Kind == kindFair {
+		fmt.Fprintf(w, "  waiters:  %d queued; %d subscribed to %s\n", len(st.Queue), st.Subscribers, st.Channel)
+	} else {
+		fmt.Fprintf(w, "  waiters:  %d subscribed to %s\n", st.Subscribers, st.Channel)
+	}
+	if st.FencingToken != nil {
+		fmt.Fprintf(w, "  fencing token: %d (the latest handed out)\n", *st.FencingToken)
+	}
+}
+
+// headline says in a few words what st is.
+func headline(st objectStatus) string {
+	switch st.Kind {
+	case kindFree:
+		return "free (no key)"
+	case kindLock:
+		return "locked (RLock layout: reentrant, fenced, non-reentrant or spin lock)"
+	case kindFair:
+		if len(st.Holders) == 0 {
+			return "fair lock, free (waiters queued)"
+		}
+		return "fair lock, locked"
+	case kindRW:
+		return "read/write lock, held in " + st.Mode + " mode"
+	case kindCounter:
+		return "semaphore or latch: value " + st.Value
+	case kindPermits:
+		return fmt.Sprintf("permit-expirable semaphore: %s available, %d acquired", st.Value, st.AcquiredPermits)
+	}
+	return "not a lock: " + st.RedisType
+}
+
+// kindLabel names the kind of lock st in a few words.
+func kindLabel(st objectStatus) string {
+	switch st.Kind {
+	case kindFair:
+		return "fair lock"
+	case kindRW:
+		return "read/write lock in " + st.Mode + " mode"
+	}
+	return "lock"
+}
+
+// holderLine describes one holder.
+func holderLine(h holder) string {
+	s := fmt.Sprintf("client %s  owner %s  count %d", h.ClientID, h.OwnerID, h.Count)
+	if h.Side != "" {
+		s = fmt.Sprintf("%-5s  %s", h.Side, s)
+	}
+	if rt := h.ReadTimeouts; rt != nil {
+		s += fmt.Sprintf("  timeout keys %d", rt.Keys)
+		if rt.Keys > 0 {
+			s += ", shortest " + fmtMillis(rt.MinTTLMillis)
+		}
+	}
+	return s
+}
+
+// queuedLine describes one waiter of a fair lock's queue.
+func queuedLine(q queued) string {
+	s := fmt.Sprintf("client %s  owner %s", q.ClientID, q.OwnerID)
+	switch d := q.DeadlineInMillis; {
+	case d == nil:
+		s += "  no deadline"
+	case *d >= 0:
+		s += "  deadline in " + (time.Duration(*d) * time.Millisecond).String()
+	default:
+		s += "  deadline passed " + (time.Duration(-*d) * time.Millisecond).String() + " ago"
+	}
+	return s + fmt.Sprintf("  subscribed %d", q.Subscribers)
+}
+
+// writeCounter writes the lines of a semaphore or countdown latch.
+func writeCounter(w io.Writer, st objectStatus) {
+	if st.TTLMillis != -1 {
+		fmt.Fprintf(w, "  expiry:   %s\n", fmtMillis(st.TTLMillis))
+	}
+	fmt.Fprintf(w, "  waiters:  %d subscribed to %s", st.Subscribers, st.Channel)
+	if st.LatchChannel != "" {
+		fmt.Fprintf(w, ", %d to %s", st.LatchSubscribers, st.LatchChannel)
+	}
+	fmt.Fprintln(w)
+}

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/holdfast-go/holdfast/rlock"
+	"github.com/redis/go-redis/v9"
+)
+
+// forceAttempts bounds the inspect-then-release rounds of unlock when the lock
+// changes kind or mode between the two.
+const forceAttempts = 3
+
+// unlockCommand runs "holdfast unlock --force [--yes] [flags] NAME": it deletes
+// the lock whoever holds it and wakes its waiters, through the library's
+// ForceUnlock of the lock's kind.
+func unlockCommand(ctx context.Context, args []string, io stdio) int {
+	fs := flag.NewFlagSet("unlock", flag.ContinueOnError)
+	fs.SetOutput(io.err)
+	force := fs.Bool("force", false, "required: release the lock whoever holds it, and wake its waiters")
+	yes := fs.Bool("yes", false, "do not ask for confirmation (only asked when stdin is a terminal)")
+	var cf connFlags
+	cf.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: holdfast unlock --force [--yes] [flags] NAME")
+		fs.PrintDefaults()
+	}
+	names, err := parseInterspersed(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(names) != 1 {
+		fmt.Fprintln(io.err, "holdfast unlock: name exactly one lock")
+		fs.Usage()
+		return exitUsage
+	}
+	if !*force {
+		fmt.Fprintf(io.err, "holdfast unlock: refusing to release %q without --force: it ends the lock whoever holds it "+
+			"and wakes its waiters (see who holds it with: holdfast status %s)\n", names[0], names[0])
+		return exitUsage
+	}
+	rdb, code := openRedis(ctx, &cf, io, "unlock")
+	if rdb == nil {
+		return code
+	}
+	defer rdb.Close()
+	c, err := rlock.New(rdb)
+	if err != nil {
+		return redisFailure(io, "unlock", err)
+	}
+	defer c.Close()
+	return forceRelease(ctx, c, rdb, names[0], !*yes && io.interactive, io)
+}
+
+// forceRelease inspects name and force-releases it as its kind says, asking
+// first when ask is set. It inspects again when the lock changed in between (it
+// was released, or taken in the other mode of a read/write lock).
+func forceRelease(ctx context.Context, c *rlock.Client, rdb redis.UniversalClient, name string, ask bool, io stdio) int {
+	for range forceAttempts {
+		st, err := inspect(ctx, rdb, name)
+		if err != nil {
+			return redisFailure(io, "unlock", err)
+		}
+		if code, done := notLocked(io, st); done {
+			return code
+		}
+		if ask && !confirm(io, st) {
+			fmt.Fprintf(io.err, "holdfast unlock: %s left as it is\n", name)
+			return exitBusy
+		}
+		ok, err := forceUnlockKind(ctx, c, st)
+		switch {
+		case errors.Is(err, rlock.ErrWrongType):
+			fmt.Fprintf(io.err, "holdfast unlock: %s is not a lock any more\n", name)
+			return exitDataErr
+		case errors.Is(err, rlock.ErrInvalidArgument):
+			fmt.Fprintf(io.err, "holdfast unlock: %v\n", err)
+			return exitUsage
+		case err != nil:
+			return redisFailure(io, "unlock", err)
+		case ok:
+			reportReleased(io.out, st)
+			return exitOK
+		}
+	}
+	fmt.Fprintf(io.err, "holdfast unlock: %s changed under each of %d attempts; nothing released, try again\n", name, forceAttempts)
+	return exitSoftware
+}
+
+// notLocked says why st cannot be force-released, if it cannot: done is then
+// true, with the exit code: 0 when nothing holds it (so that scripts can run
+// unlock again), exitDataErr when it is not a lock.
+func notLocked(io stdio, st objectStatus) (code int, done bool) {
+	switch {
+	case st.Kind == kindFree:
+		fmt.Fprintf(io.out, "%s is not locked: nothing to release\n", st.Name)
+		return exitOK, true
+	case st.Kind == kindFair && len(st.Holders) == 0:
+		fmt.Fprintf(io.out, "%s is not locked: nothing to release (fair lock; %d queued waiters left in the queue)\n",
+			st.Name, len(st.Queue))
+		return exitOK, true
+	case st.Kind != kindLock && st.Kind != kindFair && st.Kind != kindRW:
+		fmt.Fprintf(io.err, "holdfast unlock: %s: %s; nothing released\n", st.Name, headline(st))
+		return exitDataErr, true
+	}
+	return exitOK, false
+}
+
+// forceUnlockKind force-releases the lock st with the ForceUnlock of its kind:
+// a fair lock wakes its queue's head, a read/write lock is released in the mode
+// it was seen in, any other lock hash as RLock. It reports whether something was
+// released (false: the lock was released, or changed mode, meanwhile).
+func forceUnlockKind(ctx context.Context, c *rlock.Client, st objectStatus) (bool, error) {
+	switch {
+	case st.Kind == kindFair:
+		return c.NewFairMutex(st.Name).ForceUnlock(ctx)
+	case st.Kind == kindRW && st.Mode == "write":
+		return c.NewRWMutex(st.Name).WriteLock().ForceUnlock(ctx)
+	case st.Kind == kindRW:
+		return c.NewRWMutex(st.Name).ReadLock().ForceUnlock(ctx)
+	}
+	return c.NewMutex(st.Name).ForceUnlock(ctx)
+}
+
+// reportReleased says what was released, who held it and whom the release woke.
+func reportReleased(w io.Writer, st objectStatus) {
+	fmt.Fprintf(w, "force-released %s (%s); it was held by:\n", st.Name, kindLabel(st))
+	for _, h := range st.Holders {
+		fmt.Fprintf(w, "  %s\n", holderLine(h))
+	}
+	switch {
+	case st.Kind == kindFair && len(st.Queue) > 0:
+		fmt.Fprintf(w, "woke the head of the queue (%d waiting)\n", len(st.Queue))
+	case st.Kind == kindFair:
+		fmt.Fprintln(w, "nobody was queued")
+	case st.Kind == kindRW && st.Mode == "write":
+		fmt.Fprintf(w, "woke every waiter on %s (%d subscribed)\n", st.Channel, st.Subscribers)
+	default:
+		fmt.Fprintf(w, "announced the release on %s (%d subscribed)\n", st.Channel, st.Subscribers)
+	}
+}
+
+// confirm asks on the terminal whether to force-release st, and reports whether
+// the answer was yes.
+func confirm(io stdio, st objectStatus) bool {
+	who := "nobody"
+	if len(st.Holders) > 0 {
+		h := st.Holders[0]
+		who = fmt.Sprintf("client %s owner %s (count %d)", h.ClientID, h.OwnerID, h.Count)
+		if more := len(st.Holders) - 1; more > 0 {
+			who += fmt.Sprintf(" and %d more", more)
+		}
+	}
+	fmt.Fprintf(io.err, "force-release lock %s held by %s? [y/N] ", st.Name, who)
+	answer := strings.ToLower(strings.TrimSpace(readLine(io.in)))
+	return answer == "y" || answer == "yes"
+}
+
+// readLine reads r up to a newline or the end, one byte at a time so that
+// nothing after the line is consumed.
+func readLine(r io.Reader) string {
+	if r == nil {
+		return ""
+	}
+	var b strings.Builder
+	buf := make([]byte, 1)
+	for {
+		n, err := r.Read(buf)
+		if n == 1 && buf[0] != '\n' {
+			b.WriteByte(buf[0])
+		}
+		if err != nil || n == 1 && buf[0] == '\n' {
+			return b.String()
+		}
+	}
+}

@@ -1,0 +1,562 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/holdfast-go/holdfast/integration/redistest"
+	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/rlock"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// cliRun is one run of the holdfast command.
+type cliRun struct {
+	stdout, stderr string
+	code           int
+	took           time.Duration
+}
+
+// statusCLI runs the holdfast command with args, stdin /dev/null (not a
+// terminal), and returns what it printed and its exit code.
+func statusCLI(t testing.TB, args ...string) cliRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, holdfastBin(t), args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	start := time.Now()
+	err := cmd.Run()
+	r := cliRun{stdout: out.String(), stderr: errOut.String(), took: time.Since(start)}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("running holdfast %v: %v", args, err)
+	}
+	return r
+}
+
+// sharedURL is the --redis URL of the shared test server.
+func sharedURL(t testing.TB) string { return "redis://" + redistest.Shared(t).Addr }
+
+// cliStatus is one object of "holdfast status --json", with every documented
+// field (decoding fails on any other).
+type cliStatus struct {
+	Name             string      `json:"name"`
+	Kind             string      `json:"kind"`
+	RedisType        string      `json:"redis_type"`
+	Mode             string      `json:"mode"`
+	TTLMillis        int64       `json:"ttl_ms"`
+	Holders          []cliHolder `json:"holders"`
+	Channel          string      `json:"channel"`
+	Subscribers      int64       `json:"subscribers"`
+	Queue            []cliQueued `json:"queue"`
+	FencingToken     *int64      `json:"fencing_token"`
+	Value            string      `json:"value"`
+	AcquiredPermits  int64       `json:"acquired_permits"`
+	LatchChannel     string      `json:"latch_channel"`
+	LatchSubscribers int64       `json:"latch_subscribers"`
+}
+
+// cliHolder is a holder in cliStatus.
+type cliHolder struct {
+	Field        string `json:"field"`
+	ClientID     string `json:"client_id"`
+	OwnerID      string `json:"owner_id"`
+	Side         string `json:"side"`
+	Count        int64  `json:"count"`
+	ReadTimeouts *struct {
+		Keys         int   `json:"keys"`
+		MinTTLMillis int64 `json:"min_ttl_ms"`
+	} `json:"read_timeouts"`
+}
+
+// cliQueued is a fair lock's waiter in cliStatus.
+type cliQueued struct {
+	Field              string `json:"field"`
+	ClientID           string `json:"client_id"`
+	OwnerID            string `json:"owner_id"`
+	DeadlineUnixMillis *int64 `json:"deadline_unix_ms"`
+	DeadlineInMillis   *int64 `json:"deadline_in_ms"`
+	Channel            string `json:"channel"`
+	Subscribers        int64  `json:"subscribers"`
+}
+
+// statusJSON runs "holdfast status --json" on the shared server with args
+// (names, flags) and decodes its output; it must exit 0.
+func statusJSON(t testing.TB, args ...string) []cliStatus {
+	t.Helper()
+	r := statusCLI(t, append([]string{"status", "--json", "--redis", sharedURL(t)}, args...)...)
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	dec.DisallowUnknownFields()
+	var list []cliStatus
+	require.NoError(t, dec.Decode(&list), r.stdout)
+	return list
+}
+
+// statusOne is statusJSON of the single name.
+func statusOne(t testing.TB, name string) cliStatus {
+	t.Helper()
+	list := statusJSON(t, name)
+	require.Len(t, list, 1)
+	require.Equal(t, name, list[0].Name)
+	return list[0]
+}
+
+// statusHuman runs "holdfast status" on the shared server with args; it must
+// exit 0.
+func statusHuman(t testing.TB, args ...string) string {
+	t.Helper()
+	r := statusCLI(t, append([]string{"status", "--redis", sharedURL(t)}, args...)...)
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	return r.stdout
+}
+
+// TestCLIStatusMutex: a holdfast Mutex shows its holder's client id (the
+// Client's ID) and hold count, 1 then 2 after a reentrant hold, its lease and
+// channel; after the unlocks the name is free.
+func TestCLIStatusMutex(t *testing.T) {
+	_, c, name := setup(t)
+	ctx := rlock.WithOwner(testCtx(t, 30*time.Second))
+	m := c.NewMutex(name)
+	outer, err := m.Lock(ctx)
+	require.NoError(t, err)
+	st := statusOne(t, name)
+	require.Equal(t, "lock", st.Kind)
+	require.Equal(t, "hash", st.RedisType)
+	require.Len(t, st.Holders, 1)
+	h := st.Holders[0]
+	require.Equal(t, c.ID(), h.ClientID)
+	require.Equal(t, c.ID()+":"+h.OwnerID, h.Field)
+	require.EqualValues(t, 1, h.Count)
+	require.Greater(t, st.TTLMillis, int64(0))
+	require.LessOrEqual(t, st.TTLMillis, int64(30_000))
+	require.Equal(t, lua.ChannelName(name), st.Channel)
+
+	inner, err := m.Lock(ctx)
+	require.NoError(t, err)
+	st = statusOne(t, name)
+	require.EqualValues(t, 2, st.Holders[0].Count)
+	out := statusHuman(t, name)
+	require.Contains(t, out, name+": locked")
+	require.Contains(t, out, "client "+c.ID()+"  owner "+h.OwnerID+"  count 2")
+	require.Contains(t, out, "waiters:  0 subscribed to "+lua.ChannelName(name))
+
+	require.NoError(t, inner.Unlock(ctx))
+	require.NoError(t, outer.Unlock(ctx))
+	st = statusOne(t, name)
+	require.Equal(t, "free", st.Kind)
+	require.EqualValues(t, -2, st.TTLMillis)
+	require.Empty(t, st.Holders)
+}
+
+// TestCLIStatusJavaLock: a lock hash written as Redisson writes it (field
+// "<uuid>:<thread id>", PEXPIRE) shows as a holdfast lock does.
+func TestCLIStatusJavaLock(t *testing.T) {
+	rdb, c, name := setup(t)
+	ctx := testCtx(t, 30*time.Second)
+	const javaID = "3edaecd7-8b5a-4c47-bdc6-fff775044369"
+	require.NoError(t, rdb.HSet(ctx, name, javaID+":82", 1).Err())
+	require.NoError(t, rdb.PExpire(ctx, name, 30*time.Second).Err())
+	goName := name + ":go"
+	l, err := c.NewMutex(goName).Lock(ctx)
+	require.NoError(t, err)
+	defer func() { _ = l.Unlock(ctx) }()
+
+	list := statusJSON(t, name, goName)
+	require.Len(t, list, 2)
+	java, gost := list[0], list[1]
+	require.Equal(t, []cliHolder{{Field: javaID + ":82", ClientID: javaID, OwnerID: "82", Count: 1}}, java.Holders)
+	require.Equal(t, gost.Kind, java.Kind)
+	require.Equal(t, gost.RedisType, java.RedisType)
+	require.Equal(t, lua.ChannelName(name), java.Channel)
+	require.Greater(t, java.TTLMillis, int64(0))
+	require.LessOrEqual(t, java.TTLMillis, int64(30_000))
+	require.Contains(t, statusHuman(t, name), "client "+javaID+"  owner 82  count 1")
+}
+
+// TestCLIStatusFairQueue: a held fair lock with two waiters of two clients shows
+// the queue in arrival order, each with its deadline and its own channel's
+// subscription.
+func TestCLIStatusFairQueue(t *testing.T) {
+	rdb, c, name := setup(t)
+	ctx := testCtx(t, 30*time.Second)
+	held, err := c.NewFairMutex(name).Lock(ctx)
+	require.NoError(t, err)
+	defer func() { _ = held.Unlock(ctx) }()
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var waiters []*rlock.Client
+	for i := range 2 {
+		w := newClient(t, redistest.Shared(t).Client(t))
+		defer stopWaiter(cancel, rwLockAsync(wctx, w.NewFairMutex(name)))
+		waiters = append(waiters, w)
+		require.Eventually(t, func() bool { return rdb.LLen(ctx, lua.QueueName(name)).Val() == int64(i+1) },
+			10*time.Second, 5*time.Millisecond)
+	}
+	var st cliStatus
+	require.Eventually(t, func() bool {
+		st = statusOne(t, name)
+		return len(st.Queue) == 2 && st.Queue[0].Subscribers == 1 && st.Queue[1].Subscribers == 1
+	}, 10*time.Second, 20*time.Millisecond, "waiters subscribed to their channels")
+	require.Equal(t, "fair_lock", st.Kind)
+	require.Equal(t, c.ID(), st.Holders[0].ClientID)
+	for i, q := range st.Queue {
+		require.Equal(t, waiters[i].ID(), q.ClientID, "queue position %d", i)
+		require.Equal(t, lua.WaiterChannel(name, q.Field), q.Channel)
+		require.NotNil(t, q.DeadlineInMillis)
+		require.Greater(t, *q.DeadlineInMillis, int64(0))
+	}
+	require.Less(t, *st.Queue[0].DeadlineUnixMillis, *st.Queue[1].DeadlineUnixMillis)
+	out := statusHuman(t, name)
+	require.Contains(t, out, name+": fair lock, locked")
+	require.Contains(t, out, "queue:    2 waiting")
+	require.Contains(t, out, "1. client "+waiters[0].ID())
+	require.Contains(t, out, "2. client "+waiters[1].ID())
+}
+
+// TestCLIStatusRWLock: two readers show in read mode with their timeout keys;
+// then a writer shows in write mode with the ":write" field.
+func TestCLIStatusRWLock(t *testing.T) {
+	_, c, name := setup(t)
+	ctx := testCtx(t, 30*time.Second)
+	rw := c.NewRWMutex(name)
+	var reads []*rlock.Lease
+	for range 2 {
+		l, err := rw.ReadLock().Lock(rlock.WithOwner(ctx))
+		require.NoError(t, err)
+		reads = append(reads, l)
+	}
+	st := statusOne(t, name)
+	require.Equal(t, "rw_lock", st.Kind)
+	require.Equal(t, "read", st.Mode)
+	require.Equal(t, lua.RWChannelName(name), st.Channel)
+	require.Len(t, st.Holders, 2)
+	for _, h := range st.Holders {
+		require.Equal(t, "read", h.Side)
+		require.Equal(t, c.ID(), h.ClientID)
+		require.EqualValues(t, 1, h.Count)
+		require.NotNil(t, h.ReadTimeouts)
+		require.Equal(t, 1, h.ReadTimeouts.Keys)
+		require.Greater(t, h.ReadTimeouts.MinTTLMillis, int64(0))
+	}
+	require.Contains(t, statusHuman(t, name), "read   client "+c.ID())
+	for _, l := range reads {
+		require.NoError(t, l.Unlock(ctx))
+	}
+
+	w, err := rw.WriteLock().Lock(ctx)
+	require.NoError(t, err)
+	defer func() { _ = w.Unlock(ctx) }()
+	st = statusOne(t, name)
+	require.Equal(t, "write", st.Mode)
+	require.Len(t, st.Holders, 1)
+	require.Equal(t, "write", st.Holders[0].Side)
+	require.True(t, strings.HasSuffix(st.Holders[0].Field, ":write"), st.Holders[0].Field)
+	require.Equal(t, c.ID(), st.Holders[0].ClientID)
+	require.NotContains(t, st.Holders[0].OwnerID, ":")
+}
+
+// TestCLIStatusFenced: a fenced lock shows its latest token, which stays after
+// the unlock.
+func TestCLIStatusFenced(t *testing.T) {
+	_, c, name := setup(t)
+	ctx := testCtx(t, 30*time.Second)
+	l, err := c.NewFencedMutex(name).Lock(ctx)
+	require.NoError(t, err)
+	st := statusOne(t, name)
+	require.Equal(t, "lock", st.Kind)
+	require.NotNil(t, st.FencingToken)
+	require.Equal(t, l.Token(), *st.FencingToken)
+	require.NoError(t, l.Unlock(ctx))
+	st = statusOne(t, name)
+	require.Equal(t, "free", st.Kind)
+	require.Equal(t, l.Token(), *st.FencingToken)
+	require.Contains(t, statusHuman(t, name), "fencing token: "+strconv.FormatInt(l.Token(), 10))
+}
+
+// TestCLIStatusNotALock: a free name, a string and a hash of another shape are
+// read (exit 0) and told apart; an integer string may be a semaphore or latch.
+func TestCLIStatusNotALock(t *testing.T) {
+	rdb, _, name := setup(t)
+	ctx := testCtx(t, 30*time.Second)
+	free, str, hash, counter := name+":free", name+":str", name+":hash", name+":sem"
+	require.NoError(t, rdb.Set(ctx, str, "hello", 0).Err())
+	require.NoError(t, rdb.HSet(ctx, hash, "name", "bob").Err())
+	require.NoError(t, rdb.Set(ctx, counter, "5", 0).Err())
+	list := statusJSON(t, free, str, hash, counter)
+	require.Len(t, list, 4)
+	require.Equal(t, "free", list[0].Kind)
+	require.Equal(t, "none", list[0].RedisType)
+	require.Equal(t, []string{"not_a_lock", "string"}, []string{list[1].Kind, list[1].RedisType})
+	require.Equal(t, []string{"not_a_lock", "hash"}, []string{list[2].Kind, list[2].RedisType})
+	require.Equal(t, "semaphore_or_latch", list[3].Kind)
+	require.Equal(t, "5", list[3].Value)
+	out := statusHuman(t, free, str, counter)
+	require.Contains(t, out, free+": free")
+	require.Contains(t, out, str+": not a lock: string")
+	require.Contains(t, out, counter+": semaphore or latch: value 5")
+}
+
+// TestCLIStatusScan: --scan shows the lock objects among the keys matching a
+// pattern, found through their own key or their auxiliary keys, and leaves other
+// keys out.
+func TestCLIStatusScan(t *testing.T) {
+	rdb, c, name := setup(t)
+	ctx := testCtx(t, 30*time.Second)
+	lock, rw, fenced := name+":lock", name+":rw", name+":fenced"
+	l, err := c.NewMutex(lock).Lock(ctx)
+	require.NoError(t, err)
+	defer func() { _ = l.Unlock(ctx) }()
+	r, err := c.NewRWMutex(rw).ReadLock().Lock(ctx)
+	require.NoError(t, err)
+	defer func() { _ = r.Unlock(ctx) }()
+	f, err := c.NewFencedMutex(fenced).Lock(ctx)
+	require.NoError(t, err)
+	require.NoError(t, f.Unlock(ctx)) // free, token left
+	require.NoError(t, rdb.Set(ctx, name+":str", "x", 0).Err())
+	require.NoError(t, rdb.HSet(ctx, name+":hash", "a", "b").Err())
+
+	names := func(list []cliStatus) []string {
+		var out []string
+		for _, st := range list {
+			out = append(out, st.Name)
+		}
+		return out
+	}
+	// Matching the names: the lock hashes; the fenced lock's token does not match.
+	require.Equal(t, []string{lock, rw}, names(statusJSON(t, "--scan", name+":*")))
+	// Matching the auxiliary keys too: the fenced lock through its token.
+	require.Equal(t, []string{fenced, lock, rw}, names(statusJSON(t, "--scan", "*"+name+"*")))
+	out := statusHuman(t, "--scan", "*"+name+"*")
+	require.Contains(t, out, lock+": locked")
+	require.Contains(t, out, rw+": read/write lock, held in read mode")
+	require.NotContains(t, out, name+":str")
+	require.Contains(t, statusHuman(t, "--scan", name+":nothing*"), "no lock objects match")
+}
+
+// TestCLIStatusWaiters: a Go waiter blocked in Lock shows as a subscriber of the
+// lock's channel.
+func TestCLIStatusWaiters(t *testing.T) {
+	rdb, c, name := setup(t)
+	ctx := testCtx(t, 30*time.Second)
+	held, err := c.NewMutex(name).Lock(ctx)
+	require.NoError(t, err)
+	defer func() { _ = held.Unlock(ctx) }()
+	w := newClient(t, redistest.Shared(t).Client(t))
+	wctx, cancel := context.WithCancel(ctx)
+	defer stopWaiter(cancel, rwLockAsync(wctx, w.NewMutex(name)))
+	awaitSubscribers(t, rdb, lua.ChannelName(name), 1)
+	require.EqualValues(t, 1, statusOne(t, name).Subscribers)
+	require.Contains(t, statusHuman(t, name), "waiters:  1 subscribed to "+lua.ChannelName(name))
+}
+
+// stopWaiter ends a wait started by rwLockAsync: it cancels it, waits for its
+// outcome and unlocks the lease it may have got meanwhile. Deferred after the
+// holder's unlock, it runs before it, so that no waiter takes the lock then.
+func stopWaiter(cancel context.CancelFunc, ch <-chan rwResult) {
+	cancel()
+	if r := <-ch; r.err == nil {
+		_ = r.l.Unlock(context.Background())
+	}
+}
+
+// awaitSubscribers waits until channel has n subscribers.
+func awaitSubscribers(t testing.TB, rdb redis.Cmdable, channel string, n int64) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		return rdb.PubSubNumSub(context.Background(), channel).Val()[channel] == n
+	}, 10*time.Second, 5*time.Millisecond, "%d subscribers to %s", n, channel)
+}
+
+// TestCLIUnlockForce: unlock --force releases each kind of lock held by another
+// client with that kind's ForceUnlock, says who held it, and the waiter blocked
+// on it gets the lock well before the holder's 30 s lease would have run out.
+// Stdin is not a terminal: no confirmation is asked.
+func TestCLIUnlockForce(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		holder, waiter func(c *rlock.Client, name string) rlock.Locker
+		channel        func(rdb *redis.Client, name string) string
+		says           string
+	}{
+		{"Mutex", mutexOf, mutexOf, func(_ *redis.Client, n string) string { return lua.ChannelName(n) }, "announced the release"},
+		{"FairMutex", fairOf, fairOf, fairHeadChannel, "woke the head of the queue"},
+		{"WriteThenReader", writeOf, readOf, func(_ *redis.Client, n string) string { return lua.RWChannelName(n) }, "woke every waiter"},
+		{"ReadThenWriter", readOf, writeOf, func(_ *redis.Client, n string) string { return lua.RWChannelName(n) }, "announced the release"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rdb, c, name := setup(t)
+			ctx := testCtx(t, 30*time.Second)
+			_, err := tc.holder(c, name).Lock(ctx)
+			require.NoError(t, err)
+			w := newClient(t, redistest.Shared(t).Client(t))
+			wctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			ch := rwLockAsync(wctx, tc.waiter(w, name))
+			var channel string
+			require.Eventually(t, func() bool { channel = tc.channel(rdb, name); return channel != "" },
+				10*time.Second, 5*time.Millisecond)
+			awaitSubscribers(t, rdb, channel, 1)
+
+			r := statusCLI(t, "unlock", "--force", "--redis", sharedURL(t), name)
+			require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+			require.Contains(t, r.stdout, "force-released "+name)
+			require.Contains(t, r.stdout, "client "+c.ID())
+			require.Contains(t, r.stdout, tc.says)
+			require.NotContains(t, r.stderr, "[y/N]")
+			got := rwAwait(t, ch, 10*time.Second, "the waiter, after unlock --force")
+			require.NoError(t, got.err)
+			require.NoError(t, got.l.Unlock(ctx))
+		})
+	}
+}
+
+// Lock kinds for TestCLIUnlockForce.
+func mutexOf(c *rlock.Client, n string) rlock.Locker { return c.NewMutex(n) }
+func fairOf(c *rlock.Client, n string) rlock.Locker  { return c.NewFairMutex(n) }
+func readOf(c *rlock.Client, n string) rlock.Locker  { return c.NewRWMutex(n).ReadLock() }
+func writeOf(c *rlock.Client, n string) rlock.Locker { return c.NewRWMutex(n).WriteLock() }
+
+// fairHeadChannel is the channel of the fair lock's first waiter, "" while none
+// is queued.
+func fairHeadChannel(rdb *redis.Client, name string) string {
+	head, err := rdb.LIndex(context.Background(), lua.QueueName(name), 0).Result()
+	if err != nil {
+		return ""
+	}
+	return lua.WaiterChannel(name, head)
+}
+
+// TestCLIUnlockRefusals: without --force nothing is released (64); a free name
+// is "not locked" (0, so scripts may run unlock again); a key that is not a lock
+// is left alone (65).
+func TestCLIUnlockRefusals(t *testing.T) {
+	rdb, c, name := setup(t)
+	ctx := testCtx(t, 30*time.Second)
+	l, err := c.NewMutex(name).Lock(ctx)
+	require.NoError(t, err)
+	defer func() { _ = l.Unlock(ctx) }()
+	url := sharedURL(t)
+
+	r := statusCLI(t, "unlock", "--redis", url, name)
+	require.Equal(t, 64, r.code)
+	require.Contains(t, r.stderr, "without --force")
+	require.EqualValues(t, 1, rdb.Exists(ctx, name).Val(), "the lock is still held")
+
+	r = statusCLI(t, "unlock", "--force", "--redis", url, name+":free")
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	require.Contains(t, r.stdout, "is not locked")
+
+	require.NoError(t, rdb.Set(ctx, name+":str", "x", 0).Err())
+	r = statusCLI(t, "unlock", "--force", "--redis", url, name+":str")
+	require.Equal(t, 65, r.code)
+	require.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
+	require.Contains(t, r.stderr, "not a lock: string")
+	require.Equal(t, "x", rdb.Get(ctx, name+":str").Val())
+
+	r = statusCLI(t, "unlock", "--force", "--redis", url)
+	require.Equal(t, 64, r.code)
+	r = statusCLI(t, "status", "--redis", url)
+	require.Equal(t, 64, r.code)
+}
+
+// TestCLIStatusUnreachable: a server that does not answer (a closed port) is
+// reported in one line with 69, within the connect timeout; a URL that cannot
+// be parsed is a usage error (64).
+func TestCLIStatusUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	for _, args := range [][]string{{"status", "x"}, {"status", "--json", "--scan", "*"}, {"unlock", "--force", "x"}} {
+		r := statusCLI(t, append(args, "--redis", "redis://"+addr, "--connect-timeout", "2s")...)
+		require.Equal(t, 69, r.code, "%v: %s", args, r.stderr)
+		require.Equal(t, 1, strings.Count(r.stderr, "\n"), "%v: %q", args, r.stderr)
+		require.Contains(t, r.stderr, "cannot reach Redis")
+		require.Empty(t, r.stdout)
+		require.Less(t, r.took, 6*time.Second, "%v", args)
+	}
+	r := statusCLI(t, "status", "--redis", "http//nowhere", "x")
+	require.Equal(t, 64, r.code)
+	require.Contains(t, r.stderr, "bad --redis URL")
+}
+
+// TestCLIStatusCluster: on a Redis Cluster, status reads locks in every shard,
+// counts their waiters' sharded subscriptions on the slot's primary, --scan
+// finds them on every primary, and unlock --force wakes a waiter.
+func TestCLIStatusCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3, 0)
+	ctx := testCtx(t, 30*time.Second)
+	holderC, waiterC := newClient(t, cl.Client(t)), newClient(t, cl.Client(t))
+	prefix := redistest.Name(t)
+	names, waits := clusterHeldAndAwaited(t, cl, holderC, waiterC, prefix)
+	urls := make([]string, len(cl.Addrs()))
+	for i, a := range cl.Addrs() {
+		urls[i] = "redis://" + a
+	}
+	seeds := strings.Join(urls, ",")
+	r := statusCLI(t, append([]string{"status", "--json", "--redis", seeds}, names...)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	var list []cliStatus
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &list))
+	require.Len(t, list, len(names))
+	for _, st := range list {
+		require.Equal(t, "lock", st.Kind, st.Name)
+		require.Equal(t, holderC.ID(), st.Holders[0].ClientID, st.Name)
+		require.EqualValues(t, 1, st.Subscribers, st.Name)
+	}
+
+	r = statusCLI(t, "status", "--redis", seeds, "--scan", prefix+":*")
+	require.Equal(t, 0, r.code, r.stderr)
+	for _, name := range names {
+		require.Contains(t, r.stdout, name+": locked")
+	}
+
+	r = statusCLI(t, "unlock", "--force", "--redis", seeds, names[0])
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "(1 subscribed)")
+	got := rwAwait(t, waits[names[0]], 10*time.Second, "the waiter, after unlock --force")
+	require.NoError(t, got.err)
+	require.NoError(t, got.l.Unlock(ctx))
+}
+
+// clusterHeldAndAwaited takes, with holder, a lock in each shard of cl, named
+// after prefix, and starts a waiter of waiter on each; it returns once every
+// waiter's SSUBSCRIBE is counted on the slot's primary. The waits end with the
+// test.
+func clusterHeldAndAwaited(t *testing.T, cl *redistest.Cluster, holder, waiter *rlock.Client, prefix string) ([]string, map[string]<-chan rwResult) {
+	t.Helper()
+	rdb := cl.Client(t)
+	ctx := testCtx(t, 30*time.Second)
+	wctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	var names []string
+	waits := map[string]<-chan rwResult{}
+	for _, shard := range clusterNames(t, cl, rdb, prefix) {
+		name := shard[0]
+		_, err := holder.NewMutex(name).Lock(ctx)
+		require.NoError(t, err)
+		waits[name] = rwLockAsync(wctx, waiter.NewMutex(name))
+		node, err := rdb.MasterForKey(ctx, name)
+		require.NoError(t, err)
+		channel := lua.ChannelName(name)
+		require.Eventually(t, func() bool { return node.PubSubShardNumSub(ctx, channel).Val()[channel] == 1 },
+			10*time.Second, 5*time.Millisecond, "the waiter's SSUBSCRIBE to %s", channel)
+		names = append(names, name)
+	}
+	return names, waits
+}
