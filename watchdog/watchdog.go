@@ -195,12 +195,12 @@ func (w *Watchdog) wakeBy(t time.Time) {
 // then renews when a round is due, and sleeps until the next of both.
 func (w *Watchdog) run() {
 	defer close(w.done)
-	timer := time.NewTimer(w.opts.Interval)
+	// The first pass only sets the wake-up time: holds watched before this
+	// goroutine started found no wake-up time to bring forward, and are in the
+	// deadline heap that the pass reads.
+	timer := time.NewTimer(0)
 	defer timer.Stop()
 	nextRound := time.Now().Add(w.opts.Interval)
-	w.mu.Lock()
-	w.wakeAt = nextRound
-	w.mu.Unlock()
 	for {
 		select {
 		case <-w.ctx.Done():
