@@ -40,6 +40,7 @@ var errConn = errors.New("cannot reach Redis")
 // matches errConn when the server could not be reached or refused the login,
 // else is a usage error (a bad URL).
 func (f *connFlags) open(ctx context.Context, env func(string) string) (redis.UniversalClient, error) {
+	redis.SetLogger(silentRedisLog{}) // go-redis logs every failed dial: the error says it in one line
 	urls := f.urls
 	if urls == "" {
 		urls = env("REDIS_URL")
@@ -69,6 +70,10 @@ func (f *connFlags) client(urls []string) (redis.UniversalClient, error) {
 			return nil, fmt.Errorf("bad --redis URL %q: %v", redact(u), err)
 		}
 		o.DialTimeout = f.timeout
+		// Without it the connection's handshake (HELLO) waits for the 5 s read
+		// timeout, whatever the ping's deadline: a server that accepts and never
+		// answers would outlast --connect-timeout.
+		o.ContextTimeoutEnabled = true
 		opts[i] = o
 	}
 	first := opts[0]
@@ -80,12 +85,12 @@ func (f *connFlags) client(urls []string) (redis.UniversalClient, error) {
 	case f.masterName != "":
 		return redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName: f.masterName, SentinelAddrs: addrs, Username: first.Username, Password: first.Password,
-			DB: first.DB, TLSConfig: first.TLSConfig, DialTimeout: f.timeout,
+			DB: first.DB, TLSConfig: first.TLSConfig, DialTimeout: f.timeout, ContextTimeoutEnabled: true,
 		}), nil
 	case f.cluster || len(opts) > 1:
 		return redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: addrs, Username: first.Username, Password: first.Password,
-			TLSConfig: first.TLSConfig, DialTimeout: f.timeout,
+			TLSConfig: first.TLSConfig, DialTimeout: f.timeout, ContextTimeoutEnabled: true,
 		}), nil
 	}
 	return redis.NewClient(first), nil
@@ -118,3 +123,10 @@ func redact(urls string) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// silentRedisLog drops go-redis' own log lines (a failed dial logs one per
+// attempt), so that a failure is reported in the command's one line.
+type silentRedisLog struct{}
+
+// Printf drops the message.
+func (silentRedisLog) Printf(context.Context, string, ...any) {}

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/holdfast-go/holdfast/rlock"
+	"github.com/redis/go-redis/v9"
+)
+
+// lockSession is one run of "holdfast lock": the connection, the lock client
+// and, once acquired, the hold.
+type lockSession struct {
+	cfg  *lockConfig
+	io   stdio
+	sigs chan os.Signal // the relayed signals, from before the wait to the end
+
+	rdb      redis.UniversalClient // nil until connected
+	c        *rlock.Client         // nil until connected
+	lease    *rlock.Lease          // the hold; nil once released
+	owner    string                // the hold's field in the lock's hash
+	lostSaid bool                  // the loss of the lock was reported
+}
+
+// acquire connects and waits for the lock, until a signal interrupts the
+// wait. It reports whether the lock is held; if not, it has said why on
+// stderr and returns the exit code, and the session is closed.
+func (s *lockSession) acquire(ctx context.Context) (int, bool) {
+	wctx, stop := interruptible(ctx, s.sigs)
+	code, err := s.connectAndLock(wctx)
+	sig, interrupted := stop()
+	switch {
+	case interrupted: // even if the lock was taken meanwhile: the command must not start
+		s.close()
+		return signalCode(sig), false
+	case err != nil:
+		s.explain(ctx, err)
+		s.close()
+		return code, false
+	}
+	if code, err := s.findOwner(ctx); err != nil {
+		fmt.Fprintf(s.io.err, "holdfast lock: %q: %v\n", s.cfg.name, err)
+		s.close()
+		return code, false
+	}
+	return exitOK, true
+}
+
+// connectAndLock connects to Redis and takes the lock, and returns the exit
+// code of its error.
+func (s *lockSession) connectAndLock(ctx context.Context) (int, error) {
+	rdb, err := s.cfg.conn.open(ctx, s.io.env)
+	if errors.Is(err, errConn) {
+		return exitUnavailable, err
+	}
+	if err != nil {
+		return exitUsage, err
+	}
+	s.rdb = rdb
+	if s.c, err = rlock.New(rdb, rlock.WithWatchdogTimeout(s.cfg.watchdog)); err != nil {
+		return exitUsage, err
+	}
+	stop := s.progress(ctx)
+	defer stop()
+	l, octx := s.cfg.locker(s.c), rlock.WithOwner(ctx)
+	if s.cfg.noWait || s.cfg.wait > 0 {
+		s.lease, err = l.TryLock(octx, s.cfg.lockOptions()...)
+	} else {
+		s.lease, err = l.Lock(octx, s.cfg.lockOptions()...)
+	}
+	return lockFailureCode(err, s.cfg.busyCode), err
+}
+
+// lockFailureCode is the exit code of a failed acquisition.
+func lockFailureCode(err error, busy int) int {
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, rlock.ErrNotAcquired):
+		return busy
+	case errors.Is(err, rlock.ErrInvalidArgument):
+		return exitUsage // NAME cannot be a lock ("a{b")
+	case errors.Is(err, rlock.ErrWrongType):
+		return exitDataErr // NAME holds another kind of key
+	case errors.Is(err, rlock.ErrConflict), errors.Is(err, rlock.ErrClosed):
+		return exitSoftware
+	}
+	return exitUnavailable // Redis failed the call (connection lost, replicas missing...)
+}
+
+// explain says on stderr, in one line, why the lock was not taken: who holds
+// it when it is busy (unless -q), else the error.
+func (s *lockSession) explain(ctx context.Context, err error) {
+	if !errors.Is(err, rlock.ErrNotAcquired) {
+		fmt.Fprintf(s.io.err, "holdfast lock: %v\n", err)
+		return
+	}
+	if s.cfg.quiet {
+		return
+	}
+	what := "is busy"
+	if s.cfg.wait > 0 {
+		what = "is still busy after " + s.cfg.wait.String()
+	}
+	fmt.Fprintf(s.io.err, "holdfast lock: %q %s: %s\n", s.cfg.name, what, describeHolder(ctx, s.rdb, s.cfg.name))
+}
+
+// findOwner reads the hold's field from the lock's hash: the only one of the
+// client, the write side's with its ":write" suffix. On error it returns the
+// exit code.
+func (s *lockSession) findOwner(ctx context.Context) (int, error) {
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.conn.timeout)
+	defer cancel()
+	fields, err := s.rdb.HKeys(rctx, s.cfg.name).Result()
+	if err != nil {
+		return exitUnavailable, fmt.Errorf("reading the owner: %w", err)
+	}
+	prefix, write := s.c.ID()+":", s.cfg.kind == "write"
+	for _, f := range fields {
+		if strings.HasPrefix(f, prefix) && strings.HasSuffix(f, ":write") == write {
+			s.owner = f
+			return exitOK, nil
+		}
+	}
+	return exitLockLost, errors.New("lost before the command started (is the lease too short?)")
+}
+
+// release gives the lock back after the hold, and returns the exit code:
+// code, or exitLockLost when the lock was found gone (lost while the command
+// ran). A release that fails leaves the lock to expire, which it says.
+func (s *lockSession) release(ctx context.Context, code int) int {
+	err := s.unlock(ctx)
+	switch {
+	case err == nil || s.lostSaid:
+		return code
+	case errors.Is(err, rlock.ErrNotHeld), errors.Is(err, rlock.ErrLockLost):
+		s.sayLost("it was gone when the command ended")
+		return exitLockLost
+	}
+	expiry := s.cfg.watchdog
+	if s.cfg.lease > 0 {
+		expiry = s.cfg.lease
+	}
+	fmt.Fprintf(s.io.err, "holdfast lock: could not release %q (%v); it expires within %v\n", s.cfg.name, err, expiry)
+	return code
+}
+
+// unlock gives the lease back, once; ctx's cancellation does not stop it (a
+// signal may have cancelled ctx), the connect timeout does.
+func (s *lockSession) unlock(ctx context.Context) error {
+	l := s.lease
+	if l == nil {
+		return nil
+	}
+	s.lease = nil
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.conn.timeout)
+	defer cancel()
+	return l.Unlock(rctx)
+}
+
+// close releases the lock if still held, and closes the lock client and the
+// connection.
+func (s *lockSession) close() {
+	_ = s.unlock(context.Background())
+	if s.c != nil {
+		_ = s.c.Close()
+	}
+	if s.rdb != nil {
+		_ = s.rdb.Close()
+	}
+}
+
+// sayLost reports the loss of the lock on stderr, once.
+func (s *lockSession) sayLost(what string) {
+	if s.lostSaid {
+		return
+	}
+	s.lostSaid = true
+	fmt.Fprintf(s.io.err, "holdfast lock: lost %q: %s\n", s.cfg.name, what)
+}
+
+// signalLag bounds how long an interrupted wait waits for the signal that
+// interrupted it: main's NotifyContext and sigs both receive SIGINT and
+// SIGTERM, and ctx may be cancelled a moment before sigs has the signal.
+const signalLag = 100 * time.Millisecond
+
+// interruptible returns a copy of ctx that a signal on sigs cancels too, and
+// the function that stops watching sigs: it returns the signal that cancelled
+// the context (nil when ctx was cancelled by other means) and whether it was
+// cancelled.
+func interruptible(ctx context.Context, sigs <-chan os.Signal) (context.Context, func() (os.Signal, bool)) {
+	wctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop, done := make(chan struct{}), make(chan struct{})
+	var sig os.Signal
+	go func() {
+		defer close(done)
+		select {
+		case sig = <-sigs:
+		case <-ctx.Done():
+			select {
+			case sig = <-sigs:
+			case <-time.After(signalLag):
+			}
+		case <-stop:
+			return
+		}
+		cancel(errInterrupted)
+	}()
+	return wctx, func() (os.Signal, bool) {
+		close(stop)
+		<-done
+		interrupted := context.Cause(wctx) == errInterrupted
+		cancel(nil)
+		return sig, interrupted
+	}
+}
+
+// errInterrupted is the cause of a wait cancelled by a signal.
+var errInterrupted = errors.New("interrupted")

@@ -1,0 +1,171 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/holdfast-go/holdfast/rlock"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseLockCommandAndFlags(t *testing.T) {
+	cfg, _, err := parseLock([]string{"-w", "3s", "--lease", "10s", "-E", "9", "--fenced", "-q", "jobs:nightly", "--", "sh", "-c", "exit 0"})
+	require.NoError(t, err)
+	require.Equal(t, "jobs:nightly", cfg.name)
+	require.Equal(t, []string{"sh", "-c", "exit 0"}, cfg.argv)
+	require.Equal(t, "fenced", cfg.kind)
+	require.Equal(t, 3*time.Second, cfg.wait)
+	require.Equal(t, 10*time.Second, cfg.lease)
+	require.Equal(t, 9, cfg.busyCode)
+	require.True(t, cfg.quiet)
+	require.False(t, cfg.noWait)
+	require.Equal(t, rlock.DefaultWatchdogTimeout, cfg.watchdog)
+	require.Equal(t, 5*time.Second, cfg.killGrace)
+}
+
+func TestParseLockDefaults(t *testing.T) {
+	cfg, _, err := parseLock([]string{"name"})
+	require.NoError(t, err)
+	require.Equal(t, "name", cfg.name)
+	require.Empty(t, cfg.argv)
+	require.Equal(t, "", cfg.kind)
+	require.Equal(t, exitBusy, cfg.busyCode)
+	require.False(t, cfg.noWait)
+
+	cfg, _, err = parseLock([]string{"-w", "0", "name"})
+	require.NoError(t, err)
+	require.True(t, cfg.noWait, "-w 0 is -n")
+}
+
+func TestParseLockErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{""},
+		{"--bogus", "name"},
+		{"-w", "-1s", "name"},
+		{"--lease", "-1s", "name"},
+		{"--kill-grace", "-1s", "name"},
+		{"--watchdog-timeout", "1ms", "name"},
+		{"-E", "256", "name"},
+		{"-n", "-w", "1s", "name"},
+		{"--read", "--write", "name"},
+		{"--fair", "--fenced", "name"},
+		{"name", "true"},
+		{"name", "-n", "--", "true"},
+		{"name", "--"},
+	} {
+		_, _, err := parseLock(args)
+		require.Error(t, err, "%q", args)
+		require.False(t, errors.Is(err, context.Canceled))
+	}
+}
+
+func TestLockCommandUsage(t *testing.T) {
+	var out, errb bytes.Buffer
+	io := stdio{in: strings.NewReader(""), out: &out, err: &errb, env: func(string) string { return "" }}
+	require.Equal(t, exitUsage, lockCommand(context.Background(), []string{"name", "true"}, io))
+	first, _, _ := strings.Cut(errb.String(), "\n")
+	require.Equal(t, `holdfast lock: expected -- between NAME and the command (holdfast lock [flags] NAME -- true ...)`, first)
+	require.Contains(t, errb.String(), "usage: holdfast lock [flags] NAME")
+	require.Empty(t, out.String())
+
+	errb.Reset()
+	require.Equal(t, exitOK, lockCommand(context.Background(), []string{"-h"}, io))
+	require.Contains(t, out.String(), "usage: holdfast lock [flags] NAME")
+	require.Contains(t, out.String(), "-kill-grace")
+	require.Empty(t, errb.String())
+}
+
+func TestLockCommandNotFoundBeforeConnecting(t *testing.T) {
+	var errb bytes.Buffer
+	io := stdio{in: strings.NewReader(""), out: &bytes.Buffer{}, err: &errb, env: func(string) string { return "" }}
+	// The closed port is never dialled: the command is resolved first.
+	code := lockCommand(context.Background(), []string{"--redis", "redis://127.0.0.1:1", "name", "--", "holdfast-no-such-command"}, io)
+	require.Equal(t, exitNotFound, code)
+	require.Equal(t, "holdfast lock: holdfast-no-such-command: command not found\n", errb.String())
+}
+
+func TestCannotRun(t *testing.T) {
+	dir := t.TempDir()
+	plain := dir + "/plain"
+	require.NoError(t, os.WriteFile(plain, []byte("echo hi\n"), 0o644))
+	var errb bytes.Buffer
+	io := stdio{err: &errb}
+	require.Equal(t, exitCannotRun, cannotRun(io, plain, lookErr(plain)))
+	require.Equal(t, "holdfast lock: "+plain+": cannot run: permission denied\n", errb.String())
+
+	errb.Reset()
+	require.Equal(t, exitNotFound, cannotRun(io, dir+"/none", lookErr(dir+"/none")))
+	require.Contains(t, errb.String(), "command not found")
+}
+
+func TestCommandEnv(t *testing.T) {
+	base := []string{"PATH=/bin", "HOLDFAST_LOCK=outer", "HOLDFAST_OWNER=outer:1", "HOLDFAST_TOKEN=7", "HOME=/root"}
+	require.Equal(t, []string{"PATH=/bin", "HOME=/root", "HOLDFAST_LOCK=n", "HOLDFAST_OWNER=id:2"},
+		commandEnv(base, "n", "id:2", ""))
+	require.Equal(t, []string{"PATH=/bin", "HOME=/root", "HOLDFAST_LOCK=n", "HOLDFAST_OWNER=id:2", "HOLDFAST_TOKEN=8"},
+		commandEnv(base, "n", "id:2", "8"))
+}
+
+func TestLockFailureCode(t *testing.T) {
+	wrap := func(err error) error { return fmt.Errorf("rlock: %w", err) }
+	require.Equal(t, 42, lockFailureCode(wrap(rlock.ErrNotAcquired), 42))
+	require.Equal(t, exitDataErr, lockFailureCode(wrap(rlock.ErrWrongType), 1))
+	require.Equal(t, exitUsage, lockFailureCode(wrap(rlock.ErrInvalidArgument), 1))
+	require.Equal(t, exitSoftware, lockFailureCode(wrap(rlock.ErrConflict), 1))
+	require.Equal(t, exitUnavailable, lockFailureCode(errors.New("dial tcp: connection refused"), 1))
+	require.Equal(t, exitOK, lockFailureCode(nil, 1))
+}
+
+func TestSignalCode(t *testing.T) {
+	require.Equal(t, 130, signalCode(nil))
+	require.Equal(t, 143, signalCode(syscall.SIGTERM))
+	require.Equal(t, 129, signalCode(syscall.SIGHUP))
+}
+
+func TestInterruptibleBySignal(t *testing.T) {
+	sigs := make(chan os.Signal, 1)
+	ctx, stop := interruptible(context.Background(), sigs)
+	sigs <- syscall.SIGHUP
+	<-ctx.Done()
+	sig, interrupted := stop()
+	require.True(t, interrupted)
+	require.Equal(t, syscall.SIGHUP, sig)
+}
+
+func TestInterruptibleByParent(t *testing.T) {
+	parent, cancel := context.WithCancel(context.Background())
+	ctx, stop := interruptible(parent, make(chan os.Signal))
+	cancel()
+	<-ctx.Done() // after signalLag: no signal came
+	sig, interrupted := stop()
+	require.True(t, interrupted)
+	require.Nil(t, sig)
+}
+
+func TestInterruptibleStopped(t *testing.T) {
+	sigs := make(chan os.Signal, 1)
+	ctx, stop := interruptible(context.Background(), sigs)
+	sig, interrupted := stop()
+	require.False(t, interrupted)
+	require.Nil(t, sig)
+	require.Error(t, ctx.Err(), "stop cancels the context")
+	sigs <- syscall.SIGTERM // left for the next phase
+	require.Len(t, sigs, 1)
+}
+
+// lookErr returns the error of exec.LookPath(name).
+func lookErr(name string) error {
+	_, err := exec.LookPath(name)
+	return err
+}
