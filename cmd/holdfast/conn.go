@@ -40,7 +40,6 @@ var errConn = errors.New("cannot reach Redis")
 // matches errConn when the server could not be reached or refused the login,
 // else is a usage error (a bad URL).
 func (f *connFlags) open(ctx context.Context, env func(string) string) (redis.UniversalClient, error) {
-	redis.SetLogger(silentRedisLog{}) // go-redis logs every failed dial: the error says it in one line
 	urls := f.urls
 	if urls == "" {
 		urls = env("REDIS_URL")

@@ -17,6 +17,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Exit codes of holdfast itself (a command run by "holdfast lock" passes its own
@@ -43,6 +45,8 @@ type stdio struct {
 }
 
 func main() {
+	// go-redis logs every failed dial; a failing command says it in one line.
+	redis.SetLogger(silentRedisLog{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr, env: os.Getenv, interactive: isTerminal(os.Stdin)}))

@@ -129,7 +129,6 @@ func flagExit(err error) int {
 // openRedis opens the client of cf. When it cannot, it says why in one line on
 // stderr and returns a nil client and the exit code.
 func openRedis(ctx context.Context, cf *connFlags, io stdio, cmd string) (redis.UniversalClient, int) {
-	redis.SetLogger(quietRedisLog{})
 	rdb, err := cf.open(ctx, io.env)
 	if err == nil {
 		return rdb, exitOK
@@ -140,13 +139,6 @@ func openRedis(ctx context.Context, cf *connFlags, io stdio, cmd string) (redis.
 	}
 	return nil, exitUsage
 }
-
-// quietRedisLog drops go-redis' own log lines (a failed dial logs one per
-// attempt), so that a failure is reported in the command's one line.
-type quietRedisLog struct{}
-
-// Printf drops the message.
-func (quietRedisLog) Printf(context.Context, string, ...any) {}
 
 // redisFailure reports err, met while talking to Redis, in one line and returns
 // the exit code: exitUnavailable when the server stopped answering.
