@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -146,17 +145,8 @@ func rwRequirePending(t testing.TB, ch <-chan rwResult, what string) {
 // client's wait (rlock.(*Client).wait): their first attempt failed and they are
 // queued or leading the queue.
 func rwWaitingLocks() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 	count := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
+	for _, g := range goroutineStacks() {
 		if strings.Contains(g, "rlock.(*Client).wait(") && strings.Contains(g, "integration.rwLockAsync") {
 			count++
 		}

@@ -178,23 +178,27 @@ func waitCounted(t testing.TB, srv *redistest.Server) (*redis.Client, *waitCount
 // goroutines that called Lock or TryLock and are queued on some lock. Used only
 // to order waiters from outside; ownership never depends on goroutine identity.
 func waitQueued() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 	count := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
+	for _, g := range goroutineStacks() {
 		header, _, _ := strings.Cut(g, "\n")
 		if strings.Contains(header, "[select") && strings.Contains(g, "holdfast/rlock.(*Client).wait(") {
 			count++
 		}
 	}
 	return count
+}
+
+// goroutineStacks returns the stack of every goroutine of the test binary, one
+// string each, header line first.
+func goroutineStacks() []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Split(string(buf[:n]), "\n\n")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }
 
 // waitResult is what a Lock or TryLock call in a goroutine returned, and when.
