@@ -47,9 +47,25 @@ type stdio struct {
 func main() {
 	// go-redis logs every failed dial; a failing command says it in one line.
 	redis.SetLogger(silentRedisLog{})
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx := interruptContext()
 	os.Exit(run(ctx, os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr, env: os.Getenv, interactive: isTerminal(os.Stdin)}))
+}
+
+// interruptContext returns a context cancelled by SIGINT or SIGTERM, except
+// for a signal the process was started with ignored (a background job of a
+// non-interactive shell ignores SIGINT): it stays ignored.
+func interruptContext() context.Context {
+	var sigs []os.Signal
+	for _, s := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
+		if !signal.Ignored(s) {
+			sigs = append(sigs, s)
+		}
+	}
+	if len(sigs) == 0 {
+		return context.Background() // NotifyContext with no signal would catch them all
+	}
+	ctx, _ := signal.NotifyContext(context.Background(), sigs...)
+	return ctx
 }
 
 // isTerminal reports whether f is a terminal: a character device other than
