@@ -28,6 +28,7 @@ func (c *Client) attempt(ctx context.Context, o *owner, lk *lockDef, lo lockOpti
 	}
 	c.mu.Unlock()
 	a := c.acquireArgs(lk, o, lo)
+	a.Publish = c.publishCommand(ctx)
 	for try := 0; ; try++ {
 		if err := ctx.Err(); err != nil {
 			return nil, 0, notAcquired(ctx, name)
@@ -106,9 +107,6 @@ func (c *Client) acquireArgs(lk *lockDef, o *owner, lo lockOptions) lua.AcquireA
 		acks = *lo.acks
 	}
 	a := lua.AcquireArgs{Lock: lk.Lock, Fenced: lk.fenced, Field: c.fieldOf(o, lk), Lease: c.leaseOf(lo), Acks: acks}
-	if lk.Layout() == lua.LayoutFair {
-		a.Publish = c.publishCommand(c.ctx)
-	}
 	if lk.Layout() == lua.LayoutFair && lo.queue {
 		a.Wait = lo.waitTime
 		if a.Wait <= 0 {
