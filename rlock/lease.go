@@ -34,6 +34,11 @@ func (l *Lease) Token() int64 { return l.token }
 // Name returns the name of the lock.
 func (l *Lease) Name() string { return l.h.e.name }
 
+// Holder returns the holding owner's field in the lock's hash, "<client id>:<owner
+// id>" ("…:write" on a read/write lock's write side): Redisson's lock name of
+// the holder, as HGETALL on the lock and holdfast status show it.
+func (l *Lease) Holder() string { return l.h.field.String() }
+
 // Done returns a channel that is closed when the lease ends: after Unlock, when
 // the hold is lost (its lease ran out, a renewal found the lock gone, or no
 // renewal was confirmed in time), or when the Client is closed.

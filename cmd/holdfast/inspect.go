@@ -241,7 +241,7 @@ func parseHolders(h map[string]string) (holders []holder, mode string, ok bool) 
 // splitField splits an owner field "<client id>:<owner id>" or
 // "<client id>:<owner id>:write" into its parts.
 func splitField(f string) (clientID, ownerID string, write bool) {
-	base, write := strings.CutSuffix(f, ":write")
+	base, write := strings.CutSuffix(f, lua.WriteSuffix)
 	i := strings.LastIndexByte(base, ':')
 	if i < 0 {
 		return base, "", write

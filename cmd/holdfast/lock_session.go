@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/holdfast-go/holdfast/rlock"
@@ -42,7 +41,7 @@ func (s *lockSession) acquire(ctx context.Context) (int, bool) {
 		s.close()
 		return code, false
 	}
-	if code, err := s.findOwner(ctx); err != nil {
+	if code, err := s.findOwner(); err != nil {
 		fmt.Fprintf(s.io.err, "holdfast lock: %q: %v\n", s.cfg.name, err)
 		s.close()
 		return code, false
@@ -109,24 +108,14 @@ func (s *lockSession) explain(ctx context.Context, err error) {
 	fmt.Fprintf(s.io.err, "holdfast lock: %q %s: %s\n", s.cfg.name, what, describeHolder(ctx, s.rdb, s.cfg.name))
 }
 
-// findOwner reads the hold's field from the lock's hash: the only one of the
-// client, the write side's with its ":write" suffix. On error it returns the
-// exit code.
-func (s *lockSession) findOwner(ctx context.Context) (int, error) {
-	rctx, cancel := context.WithTimeout(ctx, s.cfg.conn.timeout)
-	defer cancel()
-	fields, err := s.rdb.HKeys(rctx, s.cfg.name).Result()
-	if err != nil {
-		return exitUnavailable, fmt.Errorf("reading the owner: %w", err)
+// findOwner records the hold's field in the lock's hash, the command's
+// HOLDFAST_OWNER. On error (the hold already ended) it returns the exit code.
+func (s *lockSession) findOwner() (int, error) {
+	if s.lease.Err() != nil {
+		return exitLockLost, errors.New("lost before the command started (is the lease too short?)")
 	}
-	prefix, write := s.c.ID()+":", s.cfg.kind == "write"
-	for _, f := range fields {
-		if strings.HasPrefix(f, prefix) && strings.HasSuffix(f, ":write") == write {
-			s.owner = f
-			return exitOK, nil
-		}
-	}
-	return exitLockLost, errors.New("lost before the command started (is the lease too short?)")
+	s.owner = s.lease.Holder()
+	return exitOK, nil
 }
 
 // release gives the lock back after the hold, and returns the exit code:
