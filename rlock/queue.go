@@ -50,7 +50,7 @@ func (e *lockEntry) enqueue(w *waiter) {
 // or for its lease to run out. c.mu must be held.
 func (e *lockEntry) promote() {
 	e.attemptAt = time.Now()
-	if d, held := e.holdersDeadline(); held && !e.lk.shared() {
+	if d, held := e.excludedUntil(); held {
 		e.attemptAt = d
 	}
 	close(e.queue[0].turn)

@@ -118,9 +118,16 @@ func (e *lockEntry) soonest(t time.Time) {
 	}
 }
 
-// holdersDeadline returns when the earliest local hold's lease runs out, as last
-// confirmed by Redis, and whether the lock has local holds.
-func (e *lockEntry) holdersDeadline() (time.Time, bool) {
+// excluding reports whether owners of this client hold the lock in a way that
+// excludes other owners: any hold, but a read lock's (lockDef.shared).
+func (e *lockEntry) excluding() bool { return len(e.holds) > 0 && !e.lk.shared() }
+
+// excludedUntil returns when the earliest excluding local hold's lease runs
+// out, as last confirmed by Redis, and whether there is one (excluding).
+func (e *lockEntry) excludedUntil() (time.Time, bool) {
+	if !e.excluding() {
+		return time.Time{}, false
+	}
 	var first time.Time
 	for _, h := range e.holds {
 		if d := h.wd.Deadline(); first.IsZero() || d.Before(first) {

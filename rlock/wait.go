@@ -62,7 +62,7 @@ func (c *Client) look(lk *lockDef, o *owner) (reentrant, queued bool, err error)
 	defer c.mu.Unlock()
 	e := c.locks[lk.id]
 	reentrant = e != nil && e.holdOf(o) != nil
-	queued = e != nil && (len(e.queue) > 0 || len(e.holds) > 0 && !lk.shared())
+	queued = e != nil && (len(e.queue) > 0 || e.excluding())
 	return reentrant, queued, c.refuse(lk, o, reentrant)
 }
 
@@ -261,7 +261,7 @@ func (c *Client) step(ctx context.Context, e *lockEntry, w *waiter) (*Lease, tim
 func (c *Client) listening(e *lockEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, held := e.holdersDeadline(); !held || e.lk.shared() {
+	if _, held := e.excludedUntil(); !held {
 		e.attemptBy(time.Now())
 	}
 }
