@@ -43,12 +43,24 @@ func TestEveryKindIsALocker(t *testing.T) {
 func TestNonReentrantMutex(t *testing.T) {
 	rdb, c, name := setup(t)
 	ctx := testCtx(t, 30*time.Second)
-	m := c.NewNonReentrantMutex(name)
+	requireNonReentrant(t, ctx, c.NewNonReentrantMutex(name), func() {})
+	require.Empty(t, holders(t, rdb, name))
+}
+
+// requireNonReentrant checks the non-reentrant lock m, free at the start: its
+// holder's second acquisition, with or without a wait, fails at once with
+// ErrNonReentrant and leaves the hold count at 1; another owner is excluded;
+// one Unlock frees it. refused runs after the refusals, for the kind's own
+// checks.
+func requireNonReentrant(t *testing.T, ctx context.Context, m rlock.Locker, refused func()) {
+	t.Helper()
 	owner := rlock.WithOwner(ctx)
 	l, err := m.Lock(owner)
 	require.NoError(t, err)
 	start := time.Now()
 	_, err = m.Lock(owner)
+	require.ErrorIs(t, err, rlock.ErrNonReentrant)
+	_, err = m.TryLock(owner)
 	require.ErrorIs(t, err, rlock.ErrNonReentrant)
 	_, err = m.TryLock(owner, rlock.WithWaitTime(5*time.Second))
 	require.ErrorIs(t, err, rlock.ErrNonReentrant)
@@ -56,10 +68,10 @@ func TestNonReentrantMutex(t *testing.T) {
 	n, err := m.HoldCount(owner)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
+	refused()
 	_, err = m.TryLock(rlock.WithOwner(ctx))
 	require.ErrorIs(t, err, rlock.ErrNotAcquired, "another owner is excluded")
 	require.NoError(t, l.Unlock(owner))
-	require.Empty(t, holders(t, rdb, name))
 }
 
 // TestFencedMutexTokens: tokens strictly increase over owners, clients and
