@@ -7,7 +7,6 @@ import (
 
 	"github.com/holdfast-go/holdfast/integration/redistest"
 	"github.com/holdfast-go/holdfast/rlock"
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
@@ -30,14 +29,7 @@ var lockKinds = []struct {
 func TestKindsRetriedCallsAreIdempotent(t *testing.T) {
 	for _, k := range lockKinds {
 		t.Run(k.name, func(t *testing.T) {
-			srv := redistest.Shared(t)
-			proxy := redistest.NewProxy(t, srv.Addr)
-			rdb := redis.NewClient(&redis.Options{
-				Addr: proxy.Addr, ReadTimeout: 300 * time.Millisecond, MaxRetries: 3,
-				MinRetryBackoff: 5 * time.Millisecond, MaxRetryBackoff: 20 * time.Millisecond,
-			})
-			t.Cleanup(func() { _ = rdb.Close() })
-			direct := srv.Client(t)
+			proxy, rdb, direct := proxiedClient(t, 3)
 			name := redistest.Name(t)
 			ctx := testCtx(t, 30*time.Second)
 			octx := rlock.WithOwner(ctx)
@@ -86,11 +78,7 @@ func TestKindsRetriedCallsAreIdempotent(t *testing.T) {
 func TestKindsLostReplyWithoutRetryIsUndone(t *testing.T) {
 	for _, k := range lockKinds {
 		t.Run(k.name, func(t *testing.T) {
-			srv := redistest.Shared(t)
-			proxy := redistest.NewProxy(t, srv.Addr)
-			rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, ReadTimeout: 300 * time.Millisecond, MaxRetries: -1})
-			t.Cleanup(func() { _ = rdb.Close() })
-			direct := srv.Client(t)
+			proxy, rdb, direct := proxiedClient(t, -1)
 			name := redistest.Name(t)
 			ctx := testCtx(t, 30*time.Second)
 			m := k.make(newClient(t, rdb), name)

@@ -268,14 +268,7 @@ func TestScriptFlushUnderUse(t *testing.T) {
 // TestRetriedCallsAreIdempotent loses replies between Redis and go-redis, which then
 // sends the same script again: every acquire and release must count once.
 func TestRetriedCallsAreIdempotent(t *testing.T) {
-	srv := redistest.Shared(t)
-	proxy := redistest.NewProxy(t, srv.Addr)
-	rdb := redis.NewClient(&redis.Options{
-		Addr: proxy.Addr, ReadTimeout: 300 * time.Millisecond, MaxRetries: 3,
-		MinRetryBackoff: 5 * time.Millisecond, MaxRetryBackoff: 20 * time.Millisecond,
-	})
-	t.Cleanup(func() { _ = rdb.Close() })
-	direct := srv.Client(t)
+	proxy, rdb, direct := proxiedClient(t, 3)
 	c := newClient(t, rdb)
 	name := redistest.Name(t)
 	ctx := testCtx(t, 30*time.Second)
@@ -322,14 +315,24 @@ func TestRetriedCallsAreIdempotent(t *testing.T) {
 	require.NoError(t, holder.Unlock(ctx))
 }
 
+// proxiedClient returns a proxy to the shared server that can swallow replies,
+// a client through it with a 300 ms read timeout and maxRetries retries (-1:
+// none; go-redis resends a call whose reply timed out), and a direct client.
+func proxiedClient(t *testing.T, maxRetries int) (*redistest.Proxy, *redis.Client, *redis.Client) {
+	srv := redistest.Shared(t)
+	proxy := redistest.NewProxy(t, srv.Addr)
+	rdb := redis.NewClient(&redis.Options{
+		Addr: proxy.Addr, ReadTimeout: 300 * time.Millisecond, MaxRetries: maxRetries,
+		MinRetryBackoff: 5 * time.Millisecond, MaxRetryBackoff: 20 * time.Millisecond,
+	})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return proxy, rdb, srv.Client(t)
+}
+
 // TestLostReplyWithoutRetryIsUndone: with retries off, an acquire whose reply is
 // lost returns an error, and must not leave a hold behind.
 func TestLostReplyWithoutRetryIsUndone(t *testing.T) {
-	srv := redistest.Shared(t)
-	proxy := redistest.NewProxy(t, srv.Addr)
-	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr, ReadTimeout: 300 * time.Millisecond, MaxRetries: -1})
-	t.Cleanup(func() { _ = rdb.Close() })
-	direct := srv.Client(t)
+	proxy, rdb, direct := proxiedClient(t, -1)
 	c := newClient(t, rdb)
 	name := redistest.Name(t)
 	ctx := testCtx(t, 30*time.Second)
