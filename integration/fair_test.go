@@ -90,8 +90,9 @@ type fairGot struct {
 	at  time.Time
 }
 
-// fairGo runs f(ctx) on a goroutine; its result arrives on the channel.
-func fairGo(ctx context.Context, f func(context.Context, ...rlock.LockOption) (*rlock.Lease, error), opts ...rlock.LockOption) <-chan fairGot {
+// fairGo runs f(ctx, opts...) on a goroutine (f is a Lock or a TryLock);
+// its result arrives on the channel.
+func fairGo[O any](ctx context.Context, f func(context.Context, ...O) (*rlock.Lease, error), opts ...O) <-chan fairGot {
 	ch := make(chan fairGot, 1)
 	go func() {
 		l, err := f(ctx, opts...)

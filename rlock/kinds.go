@@ -3,6 +3,7 @@ package rlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
@@ -15,7 +16,7 @@ import (
 type Locker interface {
 	Name() string
 	Lock(ctx context.Context, opts ...LockOption) (*Lease, error)
-	TryLock(ctx context.Context, opts ...LockOption) (*Lease, error)
+	TryLock(ctx context.Context, opts ...TryLockOption) (*Lease, error)
 	Unlock(ctx context.Context) error
 	IsLocked(ctx context.Context) (bool, error)
 	IsHeld(ctx context.Context) (bool, error)
@@ -95,15 +96,19 @@ func (m *FencedMutex) Token(ctx context.Context) (int64, error) {
 type SpinMutex struct{ Mutex }
 
 // NewSpinMutex returns a handle on the spin lock called name, whose waiters
-// pause as backoff says (DefaultBackoff when omitted). An invalid back-off makes
-// every method return ErrInvalidArgument.
+// pause as backoff says (DefaultBackoff when omitted). An invalid back-off, or
+// more than one, makes every method return ErrInvalidArgument.
 func (c *Client) NewSpinMutex(name string, backoff ...Backoff) *SpinMutex {
 	b := Backoff(DefaultBackoff)
 	if len(backoff) > 0 {
 		b = backoff[0]
 	}
 	m := &SpinMutex{c.newMutex(name, kind{spin: b})}
-	if err := checkBackoff(b); err != nil && m.bad == nil {
+	err := checkBackoff(b)
+	if len(backoff) > 1 {
+		err = fmt.Errorf("%w: %d back-offs given to NewSpinMutex, which takes at most one", ErrInvalidArgument, len(backoff))
+	}
+	if err != nil && m.bad == nil {
 		m.bad = err
 	}
 	return m

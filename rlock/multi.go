@@ -47,8 +47,8 @@ func (m *MultiLock) Lock(ctx context.Context, opts ...LockOption) (*MultiLease, 
 // TryLock takes every part with one attempt each, or with WithWaitTime waits up
 // to that time for all of them together. When a part cannot be taken it gives
 // back those it took and returns an error matching ErrNotAcquired.
-func (m *MultiLock) TryLock(ctx context.Context, opts ...LockOption) (*MultiLease, error) {
-	lo, err := newLockOptions(opts)
+func (m *MultiLock) TryLock(ctx context.Context, opts ...TryLockOption) (*MultiLease, error) {
+	lo, err := newTryLockOptions(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -56,9 +56,10 @@ func (m *MultiLock) TryLock(ctx context.Context, opts ...LockOption) (*MultiLeas
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, lo.waitTime, errWaitElapsed)
 		defer cancel()
-		return m.take(ctx, func(ctx context.Context, p *Mutex) (*Lease, error) { return p.Lock(ctx, opts...) })
+		lo.waitTime = 0
+		return m.take(ctx, func(ctx context.Context, p *Mutex) (*Lease, error) { return p.lock(ctx, lo) })
 	}
-	return m.take(ctx, func(ctx context.Context, p *Mutex) (*Lease, error) { return p.TryLock(ctx, opts...) })
+	return m.take(ctx, func(ctx context.Context, p *Mutex) (*Lease, error) { return p.tryLock(ctx, lo) })
 }
 
 // take takes the parts in order with lock, or none.

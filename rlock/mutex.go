@@ -54,11 +54,16 @@ func (m *Mutex) Name() string { return m.name }
 // when the owner's earlier holds of this lock were lost, ErrInvalidArgument for an
 // empty name or a negative duration (before any round trip), and wrapped Redis
 // errors. A call that fails leaves no hold, subscription or renewal behind.
-func (m *Mutex) TryLock(ctx context.Context, opts ...LockOption) (*Lease, error) {
-	lo, err := newLockOptions(opts)
+func (m *Mutex) TryLock(ctx context.Context, opts ...TryLockOption) (*Lease, error) {
+	lo, err := newTryLockOptions(opts)
 	if err != nil {
 		return nil, err
 	}
+	return m.tryLock(ctx, lo)
+}
+
+// tryLock is TryLock with its options read.
+func (m *Mutex) tryLock(ctx context.Context, lo lockOptions) (*Lease, error) {
 	if m.bad != nil {
 		return nil, m.bad
 	}
@@ -70,8 +75,9 @@ func (m *Mutex) TryLock(ctx context.Context, opts ...LockOption) (*Lease, error)
 }
 
 // Lock acquires the lock, waiting until it is free or ctx is done (Redisson's
-// lock(), interruptible by ctx). WithLeaseTime applies as in TryLock;
-// WithWaitTime is ignored.
+// lock(), interruptible by ctx). WithLeaseTime applies as in TryLock. To
+// bound the wait, give ctx a deadline (context.WithTimeout), or use TryLock
+// with WithWaitTime.
 //
 // Waiting costs no polling: the client's waiters on a lock queue in arrival
 // order, and only the first, the head, talks to Redis. It subscribes to the
@@ -90,6 +96,11 @@ func (m *Mutex) Lock(ctx context.Context, opts ...LockOption) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
+	return m.lock(ctx, lo)
+}
+
+// lock is Lock with its options read.
+func (m *Mutex) lock(ctx context.Context, lo lockOptions) (*Lease, error) {
 	if m.bad != nil {
 		return nil, m.bad
 	}

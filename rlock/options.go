@@ -106,8 +106,23 @@ func (o *clientOptions) validate() error {
 	return nil
 }
 
-// LockOption configures one call of Lock or TryLock.
+// LockOption configures one call of Lock or TryLock: WithLeaseTime and
+// WithAcks. Every LockOption is also a TryLockOption.
 type LockOption func(*lockOptions)
+
+// TryLockOption configures one call of TryLock: any LockOption, and
+// WithWaitTime, which only TryLock takes (Lock waits until its ctx is done, so
+// a wait time given to it could only be ignored).
+type TryLockOption interface {
+	applyTry(*lockOptions)
+}
+
+func (f LockOption) applyTry(o *lockOptions) { f(o) }
+
+// waitTime is the TryLockOption of WithWaitTime.
+type waitTime time.Duration
+
+func (d waitTime) applyTry(o *lockOptions) { o.waitTime = time.Duration(d) }
 
 type lockOptions struct {
 	leaseTime time.Duration // 0: watchdog
@@ -142,12 +157,12 @@ func WithLeaseTime(d time.Duration) LockOption {
 }
 
 // WithWaitTime makes TryLock wait up to d for the lock (Redisson's
-// tryLock(waitTime, ...)). Zero, the default, means a single attempt. Lock
-// ignores it: it waits until ctx is done.
-func WithWaitTime(d time.Duration) LockOption {
-	return func(o *lockOptions) { o.waitTime = d }
-}
+// tryLock(waitTime, ...)). Zero, the default, means a single attempt. Only
+// TryLock takes it: Lock waits until its ctx is done (bound it with
+// context.WithTimeout).
+func WithWaitTime(d time.Duration) TryLockOption { return waitTime(d) }
 
+// newLockOptions reads the options of a call of Lock.
 func newLockOptions(opts []LockOption) (lockOptions, error) {
 	var o lockOptions
 	if len(opts) > 0 {
@@ -157,15 +172,31 @@ func newLockOptions(opts []LockOption) (lockOptions, error) {
 		}
 		o = *p
 	}
+	return o, o.validate()
+}
+
+// newTryLockOptions reads the options of a call of TryLock.
+func newTryLockOptions(opts []TryLockOption) (lockOptions, error) {
+	var o lockOptions
+	if len(opts) > 0 {
+		p := new(lockOptions) // only here: o stays on the stack without options
+		for _, f := range opts {
+			f.applyTry(p)
+		}
+		o = *p
+	}
+	return o, o.validate()
+}
+
+// validate checks the options of a call, and gives defaults.
+func (o *lockOptions) validate() error {
 	switch {
 	case o.leaseTime < 0:
-		return o, fmt.Errorf("%w: negative lease time %v", ErrInvalidArgument, o.leaseTime)
+		return fmt.Errorf("%w: negative lease time %v", ErrInvalidArgument, o.leaseTime)
 	case o.waitTime < 0:
-		return o, fmt.Errorf("%w: negative wait time %v", ErrInvalidArgument, o.waitTime)
+		return fmt.Errorf("%w: negative wait time %v", ErrInvalidArgument, o.waitTime)
 	case o.acks != nil:
-		if err := validAcks(o.acks); err != nil {
-			return o, err
-		}
+		return validAcks(o.acks)
 	}
-	return o, nil
+	return nil
 }

@@ -39,8 +39,8 @@ func NewRedLock(mutexes ...*Mutex) *RedLock {
 // TryLock makes one round, or with WithWaitTime retries rounds up to that time
 // (see Lock). It returns an error matching ErrNotAcquired when no round won a
 // valid majority.
-func (r *RedLock) TryLock(ctx context.Context, opts ...LockOption) (*MultiLease, error) {
-	lo, err := newLockOptions(opts)
+func (r *RedLock) TryLock(ctx context.Context, opts ...TryLockOption) (*MultiLease, error) {
+	lo, err := newTryLockOptions(opts)
 	if err != nil {
 		return nil, err
 	}

@@ -186,6 +186,15 @@ func (cfg *lockConfig) lockOptions() []rlock.LockOption {
 	if cfg.lease > 0 {
 		opts = append(opts, rlock.WithLeaseTime(cfg.lease))
 	}
+	return opts
+}
+
+// tryLockOptions returns the options of an acquisition that waits at most -w.
+func (cfg *lockConfig) tryLockOptions() []rlock.TryLockOption {
+	var opts []rlock.TryLockOption
+	for _, o := range cfg.lockOptions() {
+		opts = append(opts, o)
+	}
 	if cfg.wait > 0 {
 		opts = append(opts, rlock.WithWaitTime(cfg.wait))
 	}

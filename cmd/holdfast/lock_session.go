@@ -67,7 +67,7 @@ func (s *lockSession) connectAndLock(ctx context.Context) (int, error) {
 	defer stop()
 	l, octx := s.cfg.locker(s.c), rlock.WithOwner(ctx)
 	if s.cfg.noWait || s.cfg.wait > 0 {
-		s.lease, err = l.TryLock(octx, s.cfg.lockOptions()...)
+		s.lease, err = l.TryLock(octx, s.cfg.tryLockOptions()...)
 	} else {
 		s.lease, err = l.Lock(octx, s.cfg.lockOptions()...)
 	}
