@@ -29,7 +29,29 @@ func (f *connFlags) register(fs *flag.FlagSet) {
 		"or for the Sentinels with --master-name (default $REDIS_URL, else "+defaultRedisURL+")")
 	fs.StringVar(&f.masterName, "master-name", "", "Sentinel master `name`: --redis then lists the Sentinels")
 	fs.BoolVar(&f.cluster, "cluster", false, "the server is a Redis Cluster (implied by several --redis URLs)")
-	fs.DurationVar(&f.timeout, "connect-timeout", 5*time.Second, "how long to wait for the server to answer")
+	durationVar(fs, &f.timeout, "connect-timeout", 5*time.Second, "the `DURATION` to wait for the server to answer")
+}
+
+// check returns the usage error of the flags, if any, without I/O: a URL that
+// cannot be parsed (of --redis, else of REDIS_URL from env), a zero timeout.
+func (f *connFlags) check(env func(string) string) error {
+	if f.timeout <= 0 {
+		return errors.New("--connect-timeout must be more than 0")
+	}
+	_, err := f.options(f.urlList(env))
+	return err
+}
+
+// urlList returns the server URLs: --redis, else REDIS_URL from env, else
+// defaultRedisURL.
+func (f *connFlags) urlList(env func(string) string) string {
+	switch {
+	case f.urls != "":
+		return f.urls
+	case env("REDIS_URL") != "":
+		return env("REDIS_URL")
+	}
+	return defaultRedisURL
 }
 
 // errConn is the class of connection failures: exitUnavailable.
@@ -40,14 +62,8 @@ var errConn = errors.New("cannot reach Redis")
 // matches errConn when the server could not be reached or refused the login,
 // else is a usage error (a bad URL).
 func (f *connFlags) open(ctx context.Context, env func(string) string) (redis.UniversalClient, error) {
-	urls := f.urls
-	if urls == "" {
-		urls = env("REDIS_URL")
-	}
-	if urls == "" {
-		urls = defaultRedisURL
-	}
-	rdb, err := f.client(strings.Split(urls, ","))
+	urls := f.urlList(env)
+	rdb, err := f.client(urls)
 	if err != nil {
 		return nil, err
 	}
@@ -60,10 +76,11 @@ func (f *connFlags) open(ctx context.Context, env func(string) string) (redis.Un
 	return rdb, nil
 }
 
-// client builds the go-redis client of urls without any I/O.
-func (f *connFlags) client(urls []string) (redis.UniversalClient, error) {
-	opts := make([]*redis.Options, len(urls))
-	for i, u := range urls {
+// options parses urls, comma-separated, into the options of their clients.
+func (f *connFlags) options(urls string) ([]*redis.Options, error) {
+	list := strings.Split(urls, ",")
+	opts := make([]*redis.Options, len(list))
+	for i, u := range list {
 		o, err := redis.ParseURL(strings.TrimSpace(u))
 		if err != nil {
 			return nil, fmt.Errorf("bad --redis URL %q: %v", redact(u), err)
@@ -74,6 +91,15 @@ func (f *connFlags) client(urls []string) (redis.UniversalClient, error) {
 		// answers would outlast --connect-timeout.
 		o.ContextTimeoutEnabled = true
 		opts[i] = o
+	}
+	return opts, nil
+}
+
+// client builds the go-redis client of urls, comma-separated, without any I/O.
+func (f *connFlags) client(urls string) (redis.UniversalClient, error) {
+	opts, err := f.options(urls)
+	if err != nil {
+		return nil, err
 	}
 	first := opts[0]
 	addrs := make([]string, len(opts))

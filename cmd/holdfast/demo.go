@@ -16,7 +16,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -44,7 +43,7 @@ type demoServer struct {
 // demoCommand runs "holdfast demo [flags]" and returns the exit code.
 func demoCommand(ctx context.Context, args []string, io stdio) int {
 	var cf connFlags
-	if code, ok := parseDemoFlags(&cf, args, io.err); !ok {
+	if code, ok := parseDemoFlags(&cf, args, io); !ok {
 		return code
 	}
 	srv, err := openDemoServer(ctx, &cf, io.env)
@@ -74,30 +73,36 @@ func demoCommand(ctx context.Context, args []string, io stdio) int {
 	return exitOK
 }
 
+// demoHelp is the help of "holdfast demo".
+var demoHelp = help{
+	about: "Shows holdfast's locks at work as a live timeline (about 12 s), on an embedded\n" +
+		"Redis, or on a real server with --redis or $REDIS_URL (its keys get a unique\n" +
+		"prefix and are all deleted at the end).",
+	synopsis: "usage: holdfast demo [flags]",
+	notes:    durationNote,
+}
+
 // parseDemoFlags parses args into cf. When ok is false the command ends with
-// code (help was asked for, or the flags are wrong: said on errOut).
-func parseDemoFlags(cf *connFlags, args []string, errOut io.Writer) (code int, ok bool) {
-	fs := flag.NewFlagSet("holdfast demo", flag.ContinueOnError)
-	fs.SetOutput(errOut)
+// code (help was asked for, on io.out, or the flags are wrong: said on io.err).
+func parseDemoFlags(cf *connFlags, args []string, io stdio) (code int, ok bool) {
+	fs := newFlagSet("demo")
 	cf.register(fs)
-	fs.Usage = func() {
-		fmt.Fprint(errOut, "usage: holdfast demo [flags]\n\n"+
-			"Shows holdfast's locks at work as a live timeline (about 12 s), on an embedded\n"+
-			"Redis, or on a real server with --redis or $REDIS_URL (its keys get a unique\n"+
-			"prefix and are all deleted at the end).\n\nflags:\n")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK, false
-		}
-		return exitUsage, false
+		return flagError(err, "demo", demoHelp, fs, io.out, io.err), false
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(errOut, "holdfast demo: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage, false
+	var err error
+	switch {
+	case fs.NArg() > 0:
+		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	case (cf.cluster || cf.masterName != "") && cf.urls == "" && io.env("REDIS_URL") == "":
+		err = errors.New("--cluster and --master-name need --redis (or $REDIS_URL)")
+	default:
+		err = cf.check(io.env)
 	}
-	return 0, true
+	if err != nil {
+		return usageError(io.err, "demo", err), false
+	}
+	return exitOK, true
 }
 
 // openDemoServer starts the embedded server, or connects to the real one when
@@ -107,10 +112,7 @@ func openDemoServer(ctx context.Context, cf *connFlags, env func(string) string)
 	if url == "" {
 		url = env("REDIS_URL")
 	}
-	if url == "" {
-		if cf.cluster || cf.masterName != "" {
-			return nil, errors.New("--cluster and --master-name need --redis (or $REDIS_URL)")
-		}
+	if url == "" { // parseDemoFlags refused --cluster and --master-name
 		return startEmbedded(ctx, cf.timeout)
 	}
 	rdb, err := cf.open(ctx, env)

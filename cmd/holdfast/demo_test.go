@@ -76,18 +76,23 @@ func TestDemoFlags(t *testing.T) {
 		env  map[string]string
 		code int
 		err  string
+		out  string // the start of stdout
 	}{
 		{args: []string{"extra"}, code: exitUsage, err: `unexpected argument "extra"`},
-		{args: []string{"-h"}, code: exitOK, err: "usage: holdfast demo"},
+		{args: []string{"-h"}, code: exitOK, out: "Shows holdfast's locks at work"},
 		{args: []string{"--no-such-flag"}, code: exitUsage, err: "flag provided but not defined"},
 		{args: []string{"--cluster"}, code: exitUsage, err: "need --redis"},
 		{args: []string{"--redis", "http://x"}, code: exitUsage, err: "bad --redis URL"},
-		{args: []string{"--connect-timeout", "2s"}, env: map[string]string{"REDIS_URL": "redis://127.0.0.1:1"},
+		{args: []string{"--connect-timeout", "abc"}, code: exitUsage, err: `invalid value "abc" for flag -connect-timeout`},
+		{args: []string{"--connect-timeout", "2"}, env: map[string]string{"REDIS_URL": "redis://127.0.0.1:1"},
 			code: exitUnavailable, err: "cannot reach Redis at redis://127.0.0.1:1"},
 	} {
 		code, out, errOut, _ := runDemoCommand(t, tc.env, tc.args...)
-		if code != tc.code || !strings.Contains(errOut, tc.err) || out != "" {
-			t.Errorf("demo %q: exit %d, stderr %q, stdout %q; want exit %d and %q", tc.args, code, errOut, out, tc.code, tc.err)
+		if code != tc.code || !strings.Contains(errOut, tc.err) || !strings.HasPrefix(out, tc.out) || tc.out == "" && out != "" {
+			t.Errorf("demo %q: exit %d, stderr %q, stdout %q; want exit %d, %q and stdout %q", tc.args, code, errOut, out, tc.code, tc.err, tc.out)
+		}
+		if code == exitUsage && !strings.HasSuffix(errOut, "\nrun 'holdfast demo -h' for usage\n") {
+			t.Errorf("demo %q: stderr %q, want two lines", tc.args, errOut)
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -38,21 +37,27 @@ var lockKinds = []struct{ flag, help string }{
 	{"fenced", "take a fenced lock (Redisson's RFencedLock); the command gets the fencing token in $HOLDFAST_TOKEN"},
 }
 
-const lockSynopsis = "usage: holdfast lock [flags] NAME [-- COMMAND [ARGS...]]\n\n" +
-	"Waits for the lock NAME, runs COMMAND holding it (renewed while it runs), releases it and exits\n" +
-	"with the command's status. Without COMMAND, holds the lock until interrupted. Flags go before NAME.\n\n"
+// lockHelp is the help of "holdfast lock".
+var lockHelp = help{
+	about: "Waits for the lock NAME, runs COMMAND holding it (renewed while it runs), releases it and exits\n" +
+		"with the command's status. Without COMMAND, holds the lock until interrupted.",
+	synopsis: "usage: holdfast lock [flags] NAME [-- COMMAND [ARGS...]]\n\nFlags go before NAME.",
+	notes: durationNote + "\n" +
+		"The command gets $HOLDFAST_LOCK (NAME), $HOLDFAST_OWNER (the lock's owner field in Redis)\n" +
+		"and, with --fenced, $HOLDFAST_TOKEN. See docs/cli.md for the exit codes.",
+}
 
 // lockCommand is "holdfast lock": see docs/cli.md.
 func lockCommand(ctx context.Context, args []string, io stdio) int {
 	cfg, fs, err := parseLock(args)
-	if errors.Is(err, flag.ErrHelp) {
-		lockUsage(io.out, fs)
-		return exitOK
-	}
 	if err != nil {
-		fmt.Fprintf(io.err, "holdfast lock: %v\n", err)
-		lockUsage(io.err, fs)
-		return exitUsage
+		return flagError(err, "lock", lockHelp, fs, io.out, io.err)
+	}
+	if err := cfg.conn.check(io.env); err != nil {
+		return usageError(io.err, "lock", err)
+	}
+	if code := refuseNames(io.err, "lock", []string{cfg.name}); code != exitOK {
+		return code
 	}
 	var cmd *exec.Cmd
 	if len(cfg.argv) > 0 {
@@ -80,18 +85,16 @@ func lockCommand(ctx context.Context, args []string, io stdio) int {
 // for the usage message.
 func parseLock(args []string) (*lockConfig, *flag.FlagSet, error) {
 	cfg := &lockConfig{}
-	fs := flag.NewFlagSet("holdfast lock", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are printed by lockCommand, in one line
-	fs.Usage = func() {}
+	fs := newFlagSet("lock")
 	cfg.conn.register(fs)
 	fs.BoolVar(&cfg.noWait, "n", false, "do not wait: exit at once with -E's code when the lock is busy")
-	fs.DurationVar(&cfg.wait, "w", 0, "wait at most `DURATION` for the lock (e.g. 30s, 5m); then exit with -E's code. -w 0 is -n")
+	durationVar(fs, &cfg.wait, "w", 0, "wait at most `DURATION` for the lock (e.g. 5, 0.5, 30s, 5m); then exit with -E's code. -w 0 is -n")
 	fs.IntVar(&cfg.busyCode, "E", exitBusy, "exit `CODE` when the lock is busy (-n, -w)")
-	fs.DurationVar(&cfg.lease, "lease", 0, "hold the lock for at most `DURATION`, not renewed: the command is stopped when it runs out "+
+	durationVar(fs, &cfg.lease, "lease", 0, "hold the lock for at most `DURATION`, not renewed: the command is stopped when it runs out "+
 		"(default: a watchdog lease, renewed while the command runs)")
-	fs.DurationVar(&cfg.watchdog, "watchdog-timeout", rlock.DefaultWatchdogTimeout,
+	durationVar(fs, &cfg.watchdog, "watchdog-timeout", rlock.DefaultWatchdogTimeout,
 		"the watchdog lease, renewed every third of it: if holdfast dies, the lock is free after at most this `DURATION`")
-	fs.DurationVar(&cfg.killGrace, "kill-grace", 5*time.Second, "when the lock is lost, the `DURATION` the command has between SIGTERM and SIGKILL")
+	durationVar(fs, &cfg.killGrace, "kill-grace", 5*time.Second, "when the lock is lost, the `DURATION` the command has between SIGTERM and SIGKILL")
 	fs.BoolVar(&cfg.quiet, "q", false, "quiet: no progress line while waiting, no message when the lock is busy, none when holding it without a command")
 	kinds := make([]bool, len(lockKinds))
 	for i, k := range lockKinds {
@@ -122,8 +125,6 @@ func (cfg *lockConfig) finish(rest []string, kinds []bool, waitSet bool) error {
 	switch {
 	case cfg.noWait && waitSet:
 		return errors.New("-n and -w exclude each other")
-	case cfg.wait < 0 || cfg.lease < 0 || cfg.killGrace < 0:
-		return errors.New("-w, --lease and --kill-grace take durations of zero or more")
 	case cfg.watchdog < 3*time.Millisecond:
 		return fmt.Errorf("--watchdog-timeout %v is too short (3ms at least; default %v)", cfg.watchdog, rlock.DefaultWatchdogTimeout)
 	case cfg.busyCode < 0 || cfg.busyCode > 255:
@@ -152,17 +153,6 @@ func (cfg *lockConfig) takeArgs(rest []string) error {
 	}
 	cfg.name, cfg.argv = rest[0], rest[2:]
 	return nil
-}
-
-// lockUsage writes the synopsis and the flags of "holdfast lock" to w.
-func lockUsage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprint(w, lockSynopsis)
-	fmt.Fprintln(w, "flags:")
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
-	fmt.Fprint(w, "\nThe command gets $HOLDFAST_LOCK (NAME), $HOLDFAST_OWNER (the lock's owner field in Redis)\n"+
-		"and, with --fenced, $HOLDFAST_TOKEN. See docs/cli.md for the exit codes.\n")
 }
 
 // locker returns the lock the flags ask for.

@@ -45,6 +45,12 @@ func TestParseLockDefaults(t *testing.T) {
 	cfg, _, err = parseLock([]string{"-w", "0", "name"})
 	require.NoError(t, err)
 	require.True(t, cfg.noWait, "-w 0 is -n")
+
+	// Seconds, as flock(1) takes them, for every duration flag.
+	cfg, _, err = parseLock([]string{"-w", "5", "--lease", "0.5", "--watchdog-timeout", "2", "--kill-grace", ".25", "--connect-timeout", "1.5", "name"})
+	require.NoError(t, err)
+	require.Equal(t, []time.Duration{5 * time.Second, 500 * time.Millisecond, 2 * time.Second, 250 * time.Millisecond, 1500 * time.Millisecond},
+		[]time.Duration{cfg.wait, cfg.lease, cfg.watchdog, cfg.killGrace, cfg.conn.timeout})
 }
 
 func TestParseLockErrors(t *testing.T) {
@@ -53,8 +59,11 @@ func TestParseLockErrors(t *testing.T) {
 		{""},
 		{"--bogus", "name"},
 		{"-w", "-1s", "name"},
+		{"-w", "-1", "name"},
+		{"-w", "5x", "name"},
 		{"--lease", "-1s", "name"},
 		{"--kill-grace", "-1s", "name"},
+		{"--connect-timeout", "-2", "name"},
 		{"--watchdog-timeout", "1ms", "name"},
 		{"-E", "256", "name"},
 		{"-n", "-w", "1s", "name"},
@@ -74,13 +83,13 @@ func TestLockCommandUsage(t *testing.T) {
 	var out, errb bytes.Buffer
 	io := stdio{in: strings.NewReader(""), out: &out, err: &errb, env: func(string) string { return "" }}
 	require.Equal(t, exitUsage, lockCommand(context.Background(), []string{"name", "true"}, io))
-	first, _, _ := strings.Cut(errb.String(), "\n")
-	require.Equal(t, `holdfast lock: expected -- between NAME and the command (holdfast lock [flags] NAME -- true ...)`, first)
-	require.Contains(t, errb.String(), "usage: holdfast lock [flags] NAME")
+	require.Equal(t, "holdfast lock: expected -- between NAME and the command (holdfast lock [flags] NAME -- true ...)\n"+
+		"run 'holdfast lock -h' for usage\n", errb.String())
 	require.Empty(t, out.String())
 
 	errb.Reset()
 	require.Equal(t, exitOK, lockCommand(context.Background(), []string{"-h"}, io))
+	require.True(t, strings.HasPrefix(out.String(), "Waits for the lock NAME"), out.String())
 	require.Contains(t, out.String(), "usage: holdfast lock [flags] NAME")
 	require.Contains(t, out.String(), "-kill-grace")
 	require.Empty(t, errb.String())

@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -82,8 +83,7 @@ func isTerminal(f *os.File) bool {
 // run runs the subcommand args[0] and returns the exit code.
 func run(ctx context.Context, args []string, io stdio) int {
 	if len(args) == 0 {
-		usage(io.err)
-		return exitUsage
+		return usageError(io.err, "", errors.New("missing the command: lock, status, unlock or demo"))
 	}
 	switch args[0] {
 	case "lock":
@@ -98,13 +98,16 @@ func run(ctx context.Context, args []string, io stdio) int {
 		usage(io.out)
 		return exitOK
 	}
-	fmt.Fprintf(io.err, "holdfast: unknown command %q\n", args[0])
-	usage(io.err)
-	return exitUsage
+	return usageError(io.err, "", fmt.Errorf("unknown command %q (lock, status, unlock or demo)", args[0]))
 }
 
+// usage writes the help of holdfast itself to w.
 func usage(w io.Writer) {
-	fmt.Fprint(w, `usage:
+	fmt.Fprint(w, `holdfast runs a command under a distributed lock (a cluster-wide flock(1)), shows who
+holds a lock and who waits for it, and clears stuck locks. Its locks are Redisson's:
+Java and Go programs share them.
+
+usage:
   holdfast lock [flags] NAME [-- COMMAND [ARGS...]]   run COMMAND holding the lock NAME
   holdfast status [flags] NAME...                     show who holds a lock, and who waits
   holdfast unlock --force [flags] NAME                force-release a lock, waking its waiters

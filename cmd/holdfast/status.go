@@ -15,27 +15,35 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// statusHelp is the help of "holdfast status"; its synopsis is the one of
+// docs/cli.md.
+var statusHelp = help{
+	about: "Shows what is at each lock NAME: the kind of lock, who holds it, how long its lease has left\n" +
+		"and who waits for it. It only reads, and shows Java (Redisson) locks as it shows holdfast's.",
+	synopsis: "usage: holdfast status [flags] NAME...\n" +
+		"       holdfast status [flags] --scan PATTERN [NAME...]",
+	notes: "Flags may also follow the names; -- ends them.\n" + durationNote + "\n" +
+		"See docs/cli.md for the JSON fields and the exit codes.",
+}
+
 // statusCommand runs "holdfast status [flags] NAME..." and "holdfast status
 // --scan PATTERN": what is at each name, who holds it and who waits.
 func statusCommand(ctx context.Context, args []string, io stdio) int {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(io.err)
+	fs := newFlagSet("status")
 	asJSON := fs.Bool("json", false, "print a JSON array, one object per name (fields: see docs/cli.md)")
 	scan := fs.String("scan", "", "also show the lock objects whose keys match the glob `PATTERN` (SCAN; every primary of a Cluster)")
 	var cf connFlags
 	cf.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: holdfast status [flags] NAME...\n       holdfast status [flags] --scan PATTERN")
-		fs.PrintDefaults()
-	}
 	names, err := parseInterspersed(fs, args)
 	if err != nil {
-		return flagExit(err)
+		return flagError(err, "status", statusHelp, fs, io.out, io.err)
 	}
-	if len(names) == 0 && *scan == "" {
-		fmt.Fprintln(io.err, "holdfast status: name at least one lock, or give --scan PATTERN")
-		fs.Usage()
-		return exitUsage
+	if err := checkOperands(cf, names, len(names) > 0 || *scan != "", "name at least one lock, or give --scan PATTERN", io.env); err != nil {
+		return usageError(io.err, "status", err)
+	}
+	// A name that lock refuses is refused here too, not shown as free.
+	if code := refuseNames(io.err, "status", names); code != exitOK {
+		return code
 	}
 	rdb, code := openRedis(ctx, &cf, io, "status")
 	if rdb == nil {
@@ -117,13 +125,19 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// flagExit is the exit code after a flag parsing error, which fs has printed:
-// 0 for -h.
-func flagExit(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
+// checkOperands returns the usage error of status or unlock once their flags
+// are parsed: !enough (with the message missing), an empty name, a bad
+// connection flag.
+func checkOperands(cf connFlags, names []string, enough bool, missing string, env func(string) string) error {
+	if !enough {
+		return errors.New(missing)
 	}
-	return exitUsage
+	for _, n := range names {
+		if n == "" {
+			return errors.New("empty lock NAME")
+		}
+	}
+	return cf.check(env)
 }
 
 // openRedis opens the client of cf. When it cannot, it says why in one line on

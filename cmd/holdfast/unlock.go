@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -16,28 +15,38 @@ import (
 // changes kind or mode between the two.
 const forceAttempts = 3
 
+// unlockHelp is the help of "holdfast unlock"; its synopsis is the one of
+// docs/cli.md.
+var unlockHelp = help{
+	about: "Force-releases the lock NAME whoever holds it, and wakes its waiters (Redisson's forceUnlock).\n" +
+		"Meant for a lock whose holder is gone or stuck: see who holds it with holdfast status NAME.",
+	synopsis: "usage: holdfast unlock --force [--yes] [flags] NAME",
+	notes: "Flags may also follow NAME. On a terminal it asks before releasing, unless --yes.\n" +
+		durationNote + "\nSee docs/cli.md for the exit codes.",
+}
+
 // unlockCommand runs "holdfast unlock --force [--yes] [flags] NAME": it deletes
 // the lock whoever holds it and wakes its waiters, through the library's
 // ForceUnlock of the lock's kind.
 func unlockCommand(ctx context.Context, args []string, io stdio) int {
-	fs := flag.NewFlagSet("unlock", flag.ContinueOnError)
-	fs.SetOutput(io.err)
+	fs := newFlagSet("unlock")
 	force := fs.Bool("force", false, "required: release the lock whoever holds it, and wake its waiters")
 	yes := fs.Bool("yes", false, "do not ask for confirmation (only asked when stdin is a terminal)")
 	var cf connFlags
 	cf.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: holdfast unlock --force [--yes] [flags] NAME")
-		fs.PrintDefaults()
-	}
 	names, err := parseInterspersed(fs, args)
 	if err != nil {
-		return flagExit(err)
+		return flagError(err, "unlock", unlockHelp, fs, io.out, io.err)
 	}
-	if len(names) != 1 {
-		fmt.Fprintln(io.err, "holdfast unlock: name exactly one lock")
-		fs.Usage()
-		return exitUsage
+	missing := "missing the lock's NAME"
+	if len(names) > 1 {
+		missing = fmt.Sprintf("one NAME at a time, not %d", len(names))
+	}
+	if err := checkOperands(cf, names, len(names) == 1, missing, io.env); err != nil {
+		return usageError(io.err, "unlock", err)
+	}
+	if code := refuseNames(io.err, "unlock", names); code != exitOK {
+		return code
 	}
 	if !*force {
 		fmt.Fprintf(io.err, "holdfast unlock: refusing to release %q without --force: it ends the lock whoever holds it "+
