@@ -223,6 +223,32 @@ func TestCLILockBusy(t *testing.T) {
 	require.Equal(t, held, holders(t, rdb, name), "holdfast left nothing in the lock")
 }
 
+// TestCLILockWaitSeconds: -w takes a bare number of seconds, as flock(1) does:
+// "-w 5" waits for a holder that releases within the 5 s, "-w 0.3" gives up
+// after 300 ms.
+func TestCLILockWaitSeconds(t *testing.T) {
+	rdb, c, name := setup(t)
+	ctx := testCtx(t, 30*time.Second)
+	addr := redistest.Shared(t).Addr
+	lease, err := c.NewMutex(name).Lock(ctx)
+	require.NoError(t, err)
+	held := holders(t, rdb, name)
+
+	p := startLockCLI(t, addr, "-w", "0.3", name, "--", "echo", "never")
+	require.Equal(t, 1, p.wait(t), p.stderr.String())
+	require.GreaterOrEqual(t, p.took, 300*time.Millisecond)
+	require.Less(t, p.took, 5*time.Second)
+	require.Contains(t, p.stderr.String(), strconv.Quote(name)+" is still busy after 300ms: held by "+lease.Holder())
+	require.Equal(t, held, holders(t, rdb, name), "holdfast left nothing in the lock")
+
+	p = startLockCLI(t, addr, "-w", "5", name, "--", "echo", "got it")
+	awaitSubscribers(t, rdb, "redisson_lock__channel:{"+name+"}", 1) // waiting, not refused
+	require.NoError(t, lease.Unlock(ctx))
+	p.expect(t, "got it")
+	require.Equal(t, 0, p.wait(t), p.stderr.String())
+	requireNoLock(t, rdb, name)
+}
+
 func TestCLILockWaitsForTheHolder(t *testing.T) {
 	rdb, c, name := setup(t)
 	ctx := testCtx(t, 30*time.Second)
@@ -397,6 +423,11 @@ func TestCLILockBadFlags(t *testing.T) {
 		{"--bogus", "name"},
 		{"-w", "soon", "name"},
 		{"-w", "-1s", "name"},
+		{"-w", "-1", "name"},
+		{"--lease", "5x", "name"},
+		{"--watchdog-timeout", "-30", "name"},
+		{"--kill-grace", "later", "name"},
+		{"--connect-timeout", "0", "name"},
 		{"--read", "--write", "name"},
 		{"-n", "-w", "1s", "name"},
 		{"-E", "300", "name"},
@@ -408,9 +439,7 @@ func TestCLILockBadFlags(t *testing.T) {
 		// The server is never dialled: a closed port would do.
 		code, stderr := runLockCLI(t, "127.0.0.1:1", args...)
 		require.Equal(t, 64, code, "%q: %s", args, stderr)
-		first, rest, _ := strings.Cut(stderr, "\n")
-		require.True(t, strings.HasPrefix(first, "holdfast lock: "), "%q: %s", args, stderr)
-		require.True(t, strings.HasPrefix(rest, "usage: holdfast lock [flags] NAME"), "%q: %s", args, stderr)
+		requireUsageError(t, "lock", stderr)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -559,4 +560,65 @@ func clusterHeldAndAwaited(t *testing.T, cl *redistest.Cluster, holder, waiter *
 		names = append(names, name)
 	}
 	return names, waits
+}
+
+// TestCLIStatusHelp: "status -h" and "unlock -h" say first what the command
+// does, then give the synopsis that docs/cli.md gives, then the flags.
+func TestCLIStatusHelp(t *testing.T) {
+	doc, err := os.ReadFile("../docs/cli.md")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		cmd, about string
+		synopsis   []string
+		flags      []string
+	}{
+		{"status", "Shows what is at each lock NAME: the kind of lock, who holds it,",
+			[]string{"holdfast status [flags] NAME...", "holdfast status [flags] --scan PATTERN [NAME...]"},
+			[]string{"-json", "-scan PATTERN", "-connect-timeout DURATION"}},
+		{"unlock", "Force-releases the lock NAME whoever holds it, and wakes its waiters",
+			[]string{"holdfast unlock --force [--yes] [flags] NAME"},
+			[]string{"-force", "-yes", "-connect-timeout DURATION"}},
+	} {
+		r := statusCLI(t, tc.cmd, "-h")
+		require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+		require.Empty(t, r.stderr)
+		require.True(t, strings.HasPrefix(r.stdout, tc.about), "%s -h:\n%s", tc.cmd, r.stdout)
+		about, rest, _ := strings.Cut(r.stdout, "\n\n")
+		require.NotContains(t, about, "usage:", "the description comes first")
+		require.True(t, strings.HasPrefix(rest, "usage: "+tc.synopsis[0]+"\n"), "%s -h:\n%s", tc.cmd, r.stdout)
+		for _, s := range tc.synopsis {
+			require.Contains(t, rest, s)
+			require.Contains(t, string(doc), "\n"+s+"\n", "docs/cli.md gives the synopsis of %s -h", tc.cmd)
+		}
+		_, flags, ok := strings.Cut(rest, "\nflags:\n")
+		require.True(t, ok, "%s -h:\n%s", tc.cmd, r.stdout)
+		for _, f := range tc.flags {
+			require.Contains(t, flags, "  "+f)
+		}
+	}
+}
+
+// TestCLIStatusRefusesLockRefusedNames: a name that "holdfast lock" refuses
+// (its keys could not share a cluster slot) is refused by status and unlock
+// too, with the same message and exit 64, and nothing is read or written.
+func TestCLIStatusRefusesLockRefusedNames(t *testing.T) {
+	rdb, _, name := setup(t)
+	ctx := testCtx(t, 30*time.Second)
+	url := sharedURL(t)
+	for _, bad := range []string{name + "{", "a{b", name + ":{}:x"} {
+		lock := statusCLI(t, "lock", "--redis", url, bad, "--", "echo", "never")
+		require.Equal(t, 64, lock.code, "lock: %s", lock.stderr)
+		require.Empty(t, lock.stdout)
+		msg, ok := strings.CutPrefix(lock.stderr, "holdfast lock: ")
+		require.True(t, ok, lock.stderr)
+		require.Contains(t, msg, "invalid argument")
+		require.Equal(t, 1, strings.Count(msg, "\n"), msg)
+		for _, args := range [][]string{{"status", bad}, {"status", "--json", name, bad}, {"unlock", "--force", bad}} {
+			r := statusCLI(t, append(args, "--redis", url)...)
+			require.Equal(t, 64, r.code, "%q: %s", args, r.stderr)
+			require.Equal(t, "holdfast "+args[0]+": "+msg, r.stderr, "%q", args)
+			require.Empty(t, r.stdout, "%q", args)
+		}
+		require.Zero(t, rdb.Exists(ctx, bad).Val(), "nothing written at %q", bad)
+	}
 }

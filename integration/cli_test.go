@@ -4,8 +4,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // The holdfast command's binary, built once per test run (holdfastBin).
@@ -35,4 +39,59 @@ func holdfastBin(t testing.TB) string {
 		t.Fatalf("building cmd/holdfast: %v\n%s", cliBuild.err, cliBuild.out)
 	}
 	return cliBuild.path
+}
+
+// requireUsageError requires stderr to be the usage error of "holdfast cmd"
+// (cmd "" for holdfast itself): exactly two lines, what is wrong, then where
+// the usage is.
+func requireUsageError(t testing.TB, cmd, stderr string) {
+	t.Helper()
+	prog := strings.TrimSpace("holdfast " + cmd)
+	lines := strings.SplitAfter(stderr, "\n")
+	require.Len(t, lines, 3, "two lines and the end: %q", stderr)
+	require.True(t, strings.HasPrefix(lines[0], prog+": "), "%q", stderr)
+	require.Equal(t, "run '"+prog+" -h' for usage\n", lines[1], "%q", stderr)
+	require.Empty(t, lines[2], "%q", stderr)
+}
+
+// TestCLIUsageErrors: a bad duration, an unknown flag or a missing operand is
+// reported in two lines with exit 64 by every subcommand and by holdfast
+// itself, before any connection (the closed port is never dialled); -h prints
+// the help on stdout, exit 0.
+func TestCLIUsageErrors(t *testing.T) {
+	closed := "redis://127.0.0.1:1"
+	for _, tc := range []struct {
+		cmd  string
+		args []string
+	}{
+		{"lock", []string{"lock", "-w", "abc", "name"}},
+		{"lock", []string{"lock", "-w", "-5", "name"}},
+		{"lock", []string{"lock", "--watchdog-timeout", "1y", "name"}},
+		{"lock", []string{"lock", "--redis", closed}},
+		{"status", []string{"status", "--connect-timeout", "abc", "name"}},
+		{"status", []string{"status", "name", "--connect-timeout", "-1"}},
+		{"status", []string{"status", "--bogus", "name"}},
+		{"status", []string{"status", "--redis", closed}},
+		{"unlock", []string{"unlock", "--force", "--connect-timeout", "abc", "name"}},
+		{"unlock", []string{"unlock", "--force", "--redis", closed, "a", "b"}},
+		{"unlock", []string{"unlock", "--force", "--redis", closed}},
+		{"demo", []string{"demo", "--connect-timeout", "abc"}},
+		{"demo", []string{"demo", "extra"}},
+		{"", []string{"bogus"}},
+		{"", nil},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			r := statusCLI(t, tc.args...)
+			require.Equal(t, 64, r.code, "stderr: %s", r.stderr)
+			requireUsageError(t, tc.cmd, r.stderr)
+			require.Empty(t, r.stdout)
+			require.Less(t, r.took, 10*time.Second, "no wait, no connection")
+		})
+	}
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"lock", "-h"}, {"status", "-h"}, {"unlock", "--help"}, {"demo", "-h"}} {
+		r := statusCLI(t, args...)
+		require.Equal(t, 0, r.code, "%q: %s", args, r.stderr)
+		require.Empty(t, r.stderr, "%q", args)
+		require.Contains(t, r.stdout, "usage:", "%q", args)
+	}
 }
