@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The test binary stands in for the go command: with TESTSUM_FAKE_GO set it prints the
+// events.json of its working directory (a recorded `go test -json` stream) and exits with the
+// status in the file exit (0 without one).
+func TestMain(m *testing.M) {
+	if os.Getenv("TESTSUM_FAKE_GO") != "" {
+		data, _ := os.ReadFile("events.json")
+		os.Stdout.Write(data)
+		code := 0
+		if b, err := os.ReadFile("exit"); err == nil {
+			code, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// runFake runs testsum on the given testdata directories with the fake go command.
+func runFake(t *testing.T, args ...string) (code int, out string) {
+	t.Helper()
+	t.Setenv("TESTSUM_FAKE_GO", "1")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	full := []string{"-go", exe}
+	for _, a := range args {
+		if a != "--" && !strings.HasPrefix(a, "-") {
+			a = filepath.Join("testdata", a)
+		}
+		full = append(full, a)
+	}
+	code = run(full, &stdout, &stderr)
+	if stderr.Len() > 0 {
+		t.Logf("stderr:\n%s", stderr.String())
+	}
+	return code, stdout.String()
+}
+
+// closing returns the last line of out, which must be the closing count.
+func closing(t *testing.T, out string) string {
+	t.Helper()
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+func TestPassing(t *testing.T) {
+	code, out := runFake(t, "passing", "--", "-race", "-count=1")
+	if code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+	if got, want := closing(t, out), "2 passed, 0 failed, 1 skipped"; got != want {
+		t.Errorf("closing line %q, want %q\n%s", got, want, out)
+	}
+	if !strings.Contains(out, "ok  \texample.com/b/p\t0.011s\n") {
+		t.Errorf("no ok line for the package:\n%s", out)
+	}
+	if strings.Contains(out, "quietly passing") || strings.Contains(out, "=== Failed") {
+		t.Errorf("output of a passing test or a failure list printed:\n%s", out)
+	}
+	if !strings.Contains(out, "test -json -race -count=1 ./...") {
+		t.Errorf("the go test command line is not shown:\n%s", out)
+	}
+}
+
+func TestVerbosePrintsEverything(t *testing.T) {
+	code, out := runFake(t, "passing", "--", "-v")
+	if code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+	if !strings.Contains(out, "quietly passing") {
+		t.Errorf("-v did not print the output of a passing test:\n%s", out)
+	}
+}
+
+// TestFailures: a build failure, a TestMain that fails after its tests passed, a panic, a
+// timeout, with a package that passes and one without tests (recorded from go test -json).
+func TestFailures(t *testing.T) {
+	code, out := runFake(t, "mixed", "--")
+	if code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	if got, want := closing(t, out), "3 passed, 5 failed, 1 skipped"; got != want {
+		t.Errorf("closing line %q, want %q\n%s", got, want, out)
+	}
+	for _, want := range []string{
+		"declared and not used: x",              // the compiler's message
+		"FAIL scratch/buildfail [build failed]", // in the list of failures
+		"leak detected!",                        // a TestMain's own message
+		"FAIL scratch/mainfail [failed outside any test",
+		"before panic", "panic: boom", "FAIL scratch/panicker TestP\n",
+		"FAIL scratch/panicker TestPar (did not finish",
+		"panic: test timed out after 3s",
+		"FAIL scratch/timeout TestSlow (did not finish",
+		"?   \tscratch/notests\t[no test files]",
+		"ok  \tscratch/okpkg",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "hello A") {
+		t.Errorf("output of a passing test printed:\n%s", out)
+	}
+}
+
+// TestExitWithoutFailure: go test exits non-zero though every reported test passed.
+func TestExitWithoutFailure(t *testing.T) {
+	code, out := runFake(t, "exits", "--")
+	if code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	if got, want := closing(t, out), "2 passed, 1 failed, 1 skipped"; got != want {
+		t.Errorf("closing line %q, want %q\n%s", got, want, out)
+	}
+	if !strings.Contains(out, "go test exited with exit status 1 without reporting") {
+		t.Errorf("the exit is not reported:\n%s", out)
+	}
+}
+
+// TestCutStream: go test stopped in the middle of a package.
+func TestCutStream(t *testing.T) {
+	code, out := runFake(t, "cut", "--")
+	if code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	if got, want := closing(t, out), "1 passed, 1 failed, 0 skipped"; got != want {
+		t.Errorf("closing line %q, want %q\n%s", got, want, out)
+	}
+	if !strings.Contains(out, "FAIL example.com/c/q TestHangs (no result: go test stopped)") {
+		t.Errorf("the unfinished test is not reported:\n%s", out)
+	}
+}
+
+// TestModulesAddUp: one closing line for all the directories, failing if any failed.
+func TestModulesAddUp(t *testing.T) {
+	code, out := runFake(t, "passing", "mixed", "cut", "--")
+	if code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	if got, want := closing(t, out), "6 passed, 6 failed, 2 skipped"; got != want {
+		t.Errorf("closing line %q, want %q\n%s", got, want, out)
+	}
+	if n := strings.Count(out, " passed, "); n != 1 {
+		t.Errorf("%d count lines, want 1:\n%s", n, out)
+	}
+}
+
+func TestMissingDir(t *testing.T) {
+	code, out := runFake(t, "passing", "no-such-dir", "--")
+	if code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	if got, want := closing(t, out), "2 passed, 1 failed, 1 skipped"; got != want {
+		t.Errorf("closing line %q, want %q\n%s", got, want, out)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--", "-v"}, &stdout, &stderr); code != 2 {
+		t.Errorf("exit code %d without a directory, want 2", code)
+	}
+}
