@@ -13,10 +13,26 @@
 //
 //   - [Start] always starts a new server owned by the calling test. The binary is $REDIS_SERVER
 //     when set, else "redis-server" on PATH. Without a binary, a Redis container is started through
-//     testcontainers-go when a Docker engine answers a preflight health check (image
+//     testcontainers-go when a Docker engine answers a preflight check (image
 //     $HOLDFAST_REDIS_IMAGE, default "redis:7.0"); such a server is not [Server.Controllable].
 //     With neither, the test is skipped, or fails when the environment variable CI is non-empty.
 //     Install Redis with `bash scripts/setup.sh` or `apt-get install redis-server`.
+//
+// # The container fallback is a module of its own
+//
+// This package does not import testcontainers-go: the Docker client and its forty-odd modules
+// are required only by the nested module in ./containers, a small command that starts one Redis
+// container, prints its host:port on stdout and removes the container when its stdin is closed.
+// The first test that needs a container builds that command with `go build` (then, and only
+// then, the Go command downloads those modules) and runs it once per server; it is removed by
+// [Main]. So `go test` in integration/ downloads none of it when redis-server is installed or
+// $REDIS_ADDR is set, as on CI. The preflight deciding whether the build is worth it uses the
+// standard library only: $DOCKER_HOST when set, else the usual Docker sockets answering
+// GET /_ping (or ~/.testcontainers.properties, which it leaves to testcontainers-go).
+// `make vet-containers` compile-checks the fallback (go vet in ./containers).
+//
+// A build tag (-tags testcontainers) would keep the download away too, but the fallback would
+// then be off unless the user knew to ask for it; a module of its own keeps it automatic.
 //   - [Shared] returns one server for the whole test binary: the external server named by
 //     $REDIS_ADDR (host:port; never stopped, restarted or flushed by this package), else a
 //     process started on first use and stopped by [Main].

@@ -64,33 +64,18 @@ func stopShared() {
 // that no goroutine leaked (like goleak.VerifyTestMain: only when the tests passed, failing the
 // binary when one did), and exits with the result.
 //
-// No goroutine is ignored when the servers are local processes: go-redis clients stop all their
-// goroutines on Close, and this package stops its own. When a Redis container was used (no
-// redis-server binary, Docker fallback), the goroutines testcontainers-go keeps for its whole
-// session are ignored: the Ryuk reaper connection (held open until the process exits so Ryuk
-// removes the containers if the tests die) and the Docker API client's idle HTTP keep-alive
-// connections; neither can be stopped through testcontainers-go's API.
+// No goroutine is ignored: go-redis clients stop all their goroutines on Close, and this
+// package stops its own. The container fallback runs testcontainers-go in processes of its
+// own (see ./containers), so its long-lived goroutines are not in the test binary either.
 func Main(m *testing.M) {
 	code := m.Run()
 	stopShared()
+	removeHelper()
 	if code == 0 {
-		if err := goleak.Find(goleakOptions()...); err != nil {
+		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "redistest: goroutines leaked after a successful test run: %v\n", err)
 			code = 1
 		}
 	}
 	os.Exit(code)
-}
-
-// goleakOptions returns the goleak options for the end of the test binary.
-func goleakOptions() []goleak.Option {
-	// goleak retries for about a second, so goroutines that are just finishing are not reported.
-	if !containersUsed.Load() {
-		return nil
-	}
-	return []goleak.Option{
-		goleak.IgnoreAnyFunction("github.com/testcontainers/testcontainers-go.(*Reaper).connect.func1"),
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
-	}
 }

@@ -1,0 +1,117 @@
+package redistest
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeDocker serves a unix socket that answers every HTTP request with status, like a Docker
+// engine's GET /_ping when status is "200 OK". It returns the socket's DOCKER_HOST form.
+func fakeDocker(t *testing.T, status string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "fd") // short: a unix socket path has ~100 bytes at most
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "docker.sock")
+	l, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		_ = l.Close()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			rd := bufio.NewReader(conn)
+			for { // read the request head
+				line, err := rd.ReadString('\n')
+				if err != nil || line == "\r\n" {
+					break
+				}
+			}
+			_, _ = io.WriteString(conn, "HTTP/1.1 "+status+"\r\nContent-Length: 2\r\nConnection: close\r\n\r\nOK")
+			_ = conn.Close()
+		}
+	}()
+	return "unix://" + sock
+}
+
+func TestDockerPreflight(t *testing.T) {
+	t.Run("DOCKER_HOST answering", func(t *testing.T) {
+		t.Setenv("DOCKER_HOST", fakeDocker(t, "200 OK"))
+		ok, why := dockerAvailable()
+		assert.True(t, ok, why)
+	})
+	t.Run("DOCKER_HOST failing", func(t *testing.T) {
+		t.Setenv("DOCKER_HOST", fakeDocker(t, "500 Internal Server Error"))
+		ok, why := dockerAvailable()
+		assert.False(t, ok)
+		assert.Contains(t, why, "500")
+	})
+	t.Run("DOCKER_HOST missing socket", func(t *testing.T) {
+		t.Setenv("DOCKER_HOST", "unix://"+t.TempDir()+"/none.sock")
+		ok, why := dockerAvailable()
+		assert.False(t, ok)
+		assert.Contains(t, why, "none.sock")
+	})
+	t.Run("no DOCKER_HOST, no socket", func(t *testing.T) {
+		if _, err := os.Stat("/var/run/docker.sock"); err == nil {
+			t.Skip("this machine has /var/run/docker.sock")
+		}
+		if _, err := os.Stat(filepath.Join("/run/user", strconv.Itoa(os.Getuid()), "docker.sock")); err == nil {
+			t.Skip("this machine has a rootless Docker socket")
+		}
+		t.Setenv("DOCKER_HOST", "")
+		t.Setenv("HOME", t.TempDir())
+		t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+		ok, why := dockerAvailable()
+		assert.False(t, ok)
+		assert.Contains(t, why, "no Docker socket")
+	})
+}
+
+// TestContainerFallbackBuild builds and runs the ./containers command against a fake engine
+// that answers the preflight but nothing else: the command must report that no usable Docker
+// engine is there, and Start must skip. It downloads testcontainers-go's modules, so it runs
+// only with HOLDFAST_TEST_CONTAINERS=1 (the normal test run must not download them).
+func TestContainerFallbackBuild(t *testing.T) {
+	if os.Getenv("HOLDFAST_TEST_CONTAINERS") == "" {
+		t.Skip("set HOLDFAST_TEST_CONTAINERS=1 to build the container fallback (downloads testcontainers-go)")
+	}
+	goBin, err := exec.LookPath("go")
+	require.NoError(t, err)
+	t.Setenv("PATH", filepath.Dir(goBin)) // go, but no redis-server
+	t.Setenv("REDIS_SERVER", "")
+	t.Setenv("REDIS_ADDR", "")
+	t.Setenv("CI", "")
+	t.Setenv("DOCKER_HOST", fakeDocker(t, "200 OK"))
+	t.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+
+	_, err = launch(nil)
+	require.Error(t, err)
+	t.Log(err)
+	var ue *unavailableError
+	if !errors.As(err, &ue) {
+		t.Fatalf("want an unavailableError (no usable Docker engine), got %v", err)
+	}
+	assert.True(t, strings.Contains(err.Error(), "no Docker engine"), err.Error())
+	assert.NotEmpty(t, helper.bin, "the fallback command was not built")
+}
