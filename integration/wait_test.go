@@ -727,10 +727,11 @@ func TestWaitCancelDuringAttempt(t *testing.T) {
 // 6. A holder that dies without unlocking is taken over within its lease: there
 // is no release message, the PTTL bound wakes the waiter.
 func TestWaitDeadHolderTakenOver(t *testing.T) {
-	t.Run("FixedLeaseClientClosed", func(t *testing.T) {
+	t.Run("FixedLeaseConnectionClosed", func(t *testing.T) {
 		srv := redistest.Start(t)
 		admin := srv.Client(t)
-		hc, err := rlock.New(srv.Client(t))
+		hrdb := srv.Client(t)
+		hc, err := rlock.New(hrdb)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = hc.Close() })
 		rdbW, counter := waitCounted(t, srv)
@@ -749,7 +750,7 @@ func TestWaitDeadHolderTakenOver(t *testing.T) {
 		}()
 		waitSubscribedAndAttempted(t, admin, lua.ChannelName(name), counter, 2)
 		closed := time.Now()
-		require.NoError(t, hc.Close()) // the holder "dies": no unlock is sent
+		require.NoError(t, hrdb.Close()) // the holder "dies": no unlock is sent (its Close could not release)
 
 		select {
 		case r := <-res:

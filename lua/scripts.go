@@ -255,6 +255,34 @@ type ReleaseReply struct {
 func Release(ctx context.Context, rdb Processor, a ReleaseArgs) (ReleaseReply, error) {
 	s, args := releaseCall(a)
 	v, acked, err := s.call(ctx, rdb, args, a.Acks)
+	return releaseReply(v, acked, err)
+}
+
+// ReleaseAll sends the releases as, each as Release would (but for Acks, which
+// it ignores), in one pipelined round trip: EVAL rather than EVALSHA, so that a
+// server without the scripts cached costs nothing more. It returns each
+// release's reply and error, in order. A Client's Close gives back the holds
+// still open with it.
+func ReleaseAll(ctx context.Context, rdb redis.UniversalClient, as []ReleaseArgs) ([]ReleaseReply, []error) {
+	cmds := make([]*redis.Cmd, len(as))
+	pipe := rdb.Pipeline()
+	for i, a := range as {
+		s, args := releaseCall(a)
+		args[0], args[1] = "eval", s.src
+		cmds[i] = redis.NewCmd(ctx, args...)
+		cmds[i].SetFirstKeyPos(3)
+		_ = pipe.Process(ctx, cmds[i])
+	}
+	_, _ = pipe.Exec(ctx)
+	replies, errs := make([]ReleaseReply, len(as)), make([]error, len(as))
+	for i, cmd := range cmds {
+		replies[i], errs[i] = releaseReply(cmd.Val(), 0, cmd.Err())
+	}
+	return replies, errs
+}
+
+// releaseReply reads what a release script answered.
+func releaseReply(v any, acked int, err error) (ReleaseReply, error) {
 	switch {
 	case errors.Is(err, redis.Nil):
 		return ReleaseReply{Outcome: NotHeld, Acked: acked}, nil

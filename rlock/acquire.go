@@ -58,17 +58,37 @@ func (c *Client) attempt(ctx context.Context, o *owner, lk *lockDef, lo lockOpti
 }
 
 // acquired records an acquisition Redis confirmed, unless the client was closed
-// meanwhile: then it is undone.
+// meanwhile or the reply came after the lease it set may have run out: then it
+// is undone. A late first acquisition counts as not acquired (the lock may
+// be free again: a waiting call attempts again at once); a late reentry means
+// the owner's hold is lost, as the script set the key's lease to one that may
+// have run out.
 func (c *Client) acquired(o *owner, lk *lockDef, a lua.AcquireArgs, lo lockOptions, sent time.Time, token int64) (*Lease, error) {
 	c.mu.Lock()
-	if c.ctx.Err() != nil {
+	var err error
+	switch {
+	case c.ctx.Err() != nil:
+		err = ErrClosed
+	case late(sent, a.Lease) && a.Expected > 0:
+		err = fmt.Errorf("%w: %s: Redis answered a reentrant acquisition after its lease of %v may have run out",
+			ErrLockLost, quote(lk.Name()), a.Lease.Duration())
+		if h := c.holdOf(o, lk); h != nil {
+			c.endHold(h, err)
+		}
+	case late(sent, a.Lease):
+		err = fmt.Errorf("%w: %s: Redis answered after the lease of %v may have run out",
+			ErrNotAcquired, quote(lk.Name()), a.Lease.Duration())
+	default:
+		l := c.grant(o, lk, a, lo, sent, token)
 		c.mu.Unlock()
-		c.undoAcquire(a)
-		return nil, ErrClosed
+		return l, nil
 	}
-	l := c.grant(o, lk, a, lo, sent, token)
 	c.mu.Unlock()
-	return l, nil
+	c.undoAcquire(a)
+	if errors.Is(err, ErrLockLost) {
+		c.reportLost(lk.Name(), err)
+	}
+	return nil, err
 }
 
 // acquireFailed turns a failed acquire into the caller's error. When the call

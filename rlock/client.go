@@ -43,9 +43,10 @@ type Client struct {
 // backend is the lock path's traffic with Redis: the acquire and release scripts
 // and the release channel's subscription. Unit tests substitute fakes.
 type backend struct {
-	acquire   func(context.Context, lua.AcquireArgs) (lua.AcquireReply, error)
-	release   func(context.Context, lua.ReleaseArgs) (lua.ReleaseReply, error)
-	subscribe func(ctx context.Context, channel string) (subscription, error)
+	acquire    func(context.Context, lua.AcquireArgs) (lua.AcquireReply, error)
+	release    func(context.Context, lua.ReleaseArgs) (lua.ReleaseReply, error)
+	releaseAll func(context.Context, []lua.ReleaseArgs) ([]lua.ReleaseReply, []error) // pipelined, at Close
+	subscribe  func(ctx context.Context, channel string) (subscription, error)
 }
 
 // New returns a Client that locks through rdb, which may be any
@@ -81,6 +82,9 @@ func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 		},
 		release: func(ctx context.Context, a lua.ReleaseArgs) (lua.ReleaseReply, error) {
 			return lua.Release(ctx, rdb, a)
+		},
+		releaseAll: func(ctx context.Context, as []lua.ReleaseArgs) ([]lua.ReleaseReply, []error) {
+			return lua.ReleaseAll(ctx, rdb, as)
 		},
 		subscribe: func(ctx context.Context, channel string) (subscription, error) {
 			subscribe := c.hub.Subscribe
@@ -136,11 +140,14 @@ func (c *Client) NewMutex(name string) *Mutex {
 	return &m
 }
 
-// Close stops the client's renewal loop and subscriber and waits for their
-// goroutines. Waiting calls return ErrClosed. Holds still open are not released:
-// like Redisson at shutdown, Close sends nothing and lets them expire, watchdog
-// holds within the watchdog timeout; their leases end with ErrClosed. Unlock them
-// before Close to free them at once. Close is idempotent.
+// Close gives back the holds still open, in one pipelined round trip bounded by
+// the release timeout (WithReleaseTimeout), which wakes their waiters in every
+// process, as etcd's Session.Close revokes its lease; then it stops the
+// client's renewal loop and subscriber and waits for their goroutines. Waiting
+// calls return ErrClosed. The leases Close ends have an Err matching ErrClosed
+// that says whether their release was confirmed (one that was not expires
+// within its lease, unrenewed), and their Unlock returns that error. Close is
+// idempotent.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.ctx.Err() != nil {
@@ -151,16 +158,61 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 
 	c.wd.Close()
-	err := c.hub.Close()
+	c.releaseHolds()
+	return c.hub.Close()
+}
 
+// releaseHolds gives back, at Close, every hold still open but those whose
+// Unlock is in flight, and ends their leases with ErrClosed.
+func (c *Client) releaseHolds() {
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.releaseTimeout)
+	defer cancel()
+	publish := c.publishCommand(ctx)
 	c.mu.Lock()
+	var holds []*hold
+	var args []lua.ReleaseArgs
 	for _, e := range c.locks {
-		for len(e.holds) > 0 {
-			c.endHold(e.holds[0], ErrClosed)
+		for _, h := range e.holds {
+			if h.releasing {
+				continue // its Unlock ends it
+			}
+			h.releasing = true
+			holds = append(holds, h)
+			args = append(args, lua.ReleaseArgs{Lock: e.lk.Lock, Field: h.field, Expected: h.count, Levels: h.count,
+				Latch: e.lk.NewLatch(), LatchTTL: c.latchTTL, Publish: publish, Quiet: e.lk.spin != nil})
 		}
 	}
 	c.mu.Unlock()
-	return err
+	if len(holds) == 0 {
+		return
+	}
+	replies, errs := c.backend.releaseAll(ctx, args)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, h := range holds {
+		h.releasing, h.lostWhileReleasing = false, nil
+		c.endHold(h, c.closedHold(h, replies[i], errs[i]))
+	}
+}
+
+// closedHold is the error that ends the leases of a hold Close released with
+// the reply r or the error err. c.mu must be held.
+func (c *Client) closedHold(h *hold, r lua.ReleaseReply, err error) error {
+	name := quote(h.e.name)
+	switch {
+	case err == nil && r.Outcome == lua.Released:
+		return fmt.Errorf("%w: %s was released by Close", ErrClosed, name)
+	case err == nil && r.Outcome == lua.NotHeld:
+		return fmt.Errorf("%w: %s had expired or been force-unlocked before Close", ErrClosed, name)
+	case err == nil:
+		err = fmt.Errorf("the owner's hold count changed under Close")
+	}
+	expires := c.opts.watchdogTimeout
+	if !h.renewed() {
+		expires = max(time.Until(h.wd.Deadline()), 0)
+	}
+	return fmt.Errorf("%w: %s: Close could not release it (%w); it is no longer renewed and expires within %v",
+		ErrClosed, name, err, expires.Round(time.Millisecond))
 }
 
 // shardedPubSub reports whether releases are announced with SPUBLISH and waited

@@ -57,7 +57,17 @@ var (
 	// *NotReplicatedError, which says how many replicas acknowledged.
 	ErrNotReplicated = errors.New("rlock: not replicated")
 
-	// ErrClosed: the Client was closed.
+	// ErrUnlockUnconfirmed: an Unlock whose release Redis did not confirm within
+	// the client's release timeout (WithReleaseTimeout), or refused with an
+	// error (Redis unreachable, a failover under way). Its outcome is unknown,
+	// so the lease ends anyway and the hold is no longer renewed: the lock is
+	// released, or expires by itself within its remaining lease, which the error
+	// (an *UnlockUnconfirmedError) states. Lease.Err returns it too.
+	ErrUnlockUnconfirmed = errors.New("rlock: unlock not confirmed")
+
+	// ErrClosed: the Client was closed. Close releases the holds still open; a
+	// lease it ended says, in its Err and in what its Unlock returns, whether
+	// that release was confirmed.
 	ErrClosed = errors.New("rlock: client closed")
 
 	// ErrInvalidArgument: an empty lock name or one whose keys cannot share a
@@ -110,3 +120,33 @@ func (e *NotReplicatedError) Error() string {
 
 // Is reports whether target is ErrNotReplicated.
 func (e *NotReplicatedError) Is(target error) bool { return target == ErrNotReplicated }
+
+// UnlockUnconfirmedError is the error of an Unlock whose release was not
+// confirmed (see ErrUnlockUnconfirmed), and Lease.Err afterwards. It matches
+// ErrUnlockUnconfirmed and unwraps to the cause.
+type UnlockUnconfirmedError struct {
+	Lock string // the lock's name
+	// ExpiresWithin bounds how long the lock may stay held by this owner if the
+	// release did not happen: its remaining lease, as nothing renews it any more.
+	// Zero when Others is not.
+	ExpiresWithin time.Duration
+	// Others is the number of the owner's leases on the lock still open: when
+	// the lease was not the owner's last, the hold stays, kept by those.
+	Others int
+	Err    error // why the release was not confirmed
+}
+
+func (e *UnlockUnconfirmedError) Error() string {
+	if e.Others > 0 {
+		return fmt.Sprintf("%v: %s: %v; the lease ended, the owner's %d other leases still hold the lock",
+			ErrUnlockUnconfirmed, quote(e.Lock), e.Err, e.Others)
+	}
+	return fmt.Sprintf("%v: %s: %v; the lock is no longer renewed: it is released, or expires by itself within %v",
+		ErrUnlockUnconfirmed, quote(e.Lock), e.Err, e.ExpiresWithin.Round(time.Millisecond))
+}
+
+// Is reports whether target is ErrUnlockUnconfirmed.
+func (e *UnlockUnconfirmedError) Is(target error) bool { return target == ErrUnlockUnconfirmed }
+
+// Unwrap returns the cause.
+func (e *UnlockUnconfirmedError) Unwrap() error { return e.Err }

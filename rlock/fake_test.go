@@ -60,7 +60,16 @@ func newFakeLock() *fakeLock {
 
 // backend returns the Client's seam served by the fake.
 func (f *fakeLock) backend() backend {
-	return backend{acquire: f.acquire, release: f.release, subscribe: f.subscribe}
+	return backend{acquire: f.acquire, release: f.release, releaseAll: f.releaseAll, subscribe: f.subscribe}
+}
+
+// releaseAll serves Close's pipelined releases one by one.
+func (f *fakeLock) releaseAll(ctx context.Context, as []lua.ReleaseArgs) ([]lua.ReleaseReply, []error) {
+	replies, errs := make([]lua.ReleaseReply, len(as)), make([]error, len(as))
+	for i, a := range as {
+		replies[i], errs[i] = f.release(ctx, a)
+	}
+	return replies, errs
 }
 
 func (f *fakeLock) setHooks(h fakeHooks) {

@@ -20,10 +20,10 @@ type Lease struct {
 	done  chan struct{} // made by the first Done call; guarded by c.mu
 	err   error         // guarded by c.mu; set when the lease ends
 
-	// latch is the unlock latch of an unlock whose outcome is unknown (its call
-	// failed), reused when Unlock is called again so that it recognises what the
-	// first call did. Guarded by the owner's call on the lock (owner.begin).
-	latch string
+	// resend is the release of the owner's last lease whose outcome is
+	// unknown (ErrUnlockUnconfirmed), which Unlock sends again if called
+	// again: its latch recognises a first try that ran. Guarded by c.mu.
+	resend *lua.ReleaseArgs
 }
 
 // Token returns the fencing token of an acquisition of a FencedMutex: a number
@@ -41,8 +41,14 @@ func (l *Lease) Holder() string { return l.h.field.String() }
 
 // Done returns a channel that is closed when the lease ends: after Unlock, when
 // the hold is lost (its lease ran out, a renewal found the lock gone, or no
-// renewal was confirmed in time), or when the Client is closed.
+// renewal was confirmed in time), or when the Client is closed. It closes at the
+// lease's deadline even if no renewal round ran: the last confirmed renewal's
+// (or the acquisition's) send time plus the lease, on the monotonic clock. A
+// channel obtained before a long pause of the process (SIGSTOP, a VM freeze)
+// closes a scheduling delay after the process resumes; Err, asked right before
+// each write, compares the deadline with the clock when called.
 func (l *Lease) Done() <-chan struct{} {
+	l.c.checkDeadline(l.h)
 	l.c.mu.Lock()
 	defer l.c.mu.Unlock()
 	if l.done == nil {
@@ -56,21 +62,39 @@ func (l *Lease) Done() <-chan struct{} {
 	return l.done
 }
 
-// Err returns nil while the lease is held, and once Done is closed why it ended:
-// an error matching ErrUnlocked, ErrLockLost or ErrClosed.
+// Err returns nil while the lease is held, and once it ended why: an error
+// matching ErrUnlocked, ErrLockLost, ErrUnlockUnconfirmed or ErrClosed. It never
+// returns nil past the lease's deadline (see Done): it compares the deadline with
+// the monotonic clock when called, so a holder that checks Err right before each
+// write to the protected resource never writes after its lease may have run out,
+// however long the process was paused. See docs/safety.md for the gap between
+// the check and the write, which a fencing token closes.
 func (l *Lease) Err() error {
+	l.c.checkDeadline(l.h)
 	l.c.mu.Lock()
 	defer l.c.mu.Unlock()
+	if l.err == nil && l.h.lostWhileReleasing != nil {
+		return l.h.lostWhileReleasing // lost while its Unlock is in flight
+	}
 	return l.err
 }
 
 // Unlock gives the lease back: the owner's hold count goes down by one, and the
 // lock is released when it reaches zero (see Mutex for what happens then). It
-// makes one round trip and is safe to retry after a failure: a retried unlock of
-// the same lease is recognised even if the first one was executed. It returns an
-// error matching ErrNotHeld when the lease already ended (unlocked, or lost:
-// then it also matches ErrLockLost) and leaves the lock unchanged. On any other
-// error (Redis unreachable) the lease stays open and the hold is kept renewed.
+// makes one round trip. The release does not end with ctx (an Unlock deferred
+// with a ctx that has ended, such as a finished request's, still releases): it
+// is bounded by the client's release timeout instead (WithReleaseTimeout), and
+// ctx gives it only its values.
+//
+// It returns an error matching ErrNotHeld when the lease had already ended
+// (lost: it also matches ErrLockLost) and leaves the lock unchanged; after Close,
+// the error Close ended the lease with (ErrClosed). When Redis does not confirm
+// the release in time (unreachable, a failover), the lease ends anyway and the
+// hold is no longer renewed, so that the lock is released or expires by itself
+// within its remaining lease: the error, an *UnlockUnconfirmedError matching
+// ErrUnlockUnconfirmed, says how long at most. Calling Unlock again then sends
+// the same release again, which frees the lock at once if Redis answers (a first
+// try that ran is recognised): nil when it does.
 func (l *Lease) Unlock(ctx context.Context) error {
 	back, err := l.c.release(ctx, l)
 	if back != nil {

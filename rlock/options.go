@@ -23,6 +23,21 @@ type clientOptions struct {
 	onLost          func(name string, err error)
 	acks            lua.Acks      // default none
 	fairWait        time.Duration // default DefaultFairWaitTimeout
+	releaseTimeout  time.Duration // default DefaultReleaseTimeout
+}
+
+// DefaultReleaseTimeout bounds a release (Unlock, and Close's release of the
+// holds still open) when WithReleaseTimeout is not given.
+const DefaultReleaseTimeout = 5 * time.Second
+
+// WithReleaseTimeout bounds how long a release may take: an Unlock, and Close's
+// release of the holds still open. A release does not end with its ctx (an
+// Unlock deferred with a request's ctx that has ended must still release), only
+// with this timeout; one that is not confirmed in time ends its lease anyway and
+// stops renewing the hold (see ErrUnlockUnconfirmed). Default:
+// DefaultReleaseTimeout.
+func WithReleaseTimeout(d time.Duration) ClientOption {
+	return func(o *clientOptions) { o.releaseTimeout = d }
 }
 
 // DefaultFairWaitTimeout is how long a fair lock's waiter may wait, once its
@@ -87,8 +102,14 @@ func (o *clientOptions) validate() error {
 		return fmt.Errorf("%w: negative renew interval %v", ErrInvalidArgument, o.renewInterval)
 	case o.fairWait < 0:
 		return fmt.Errorf("%w: negative fair wait timeout %v", ErrInvalidArgument, o.fairWait)
-	case o.fairWait == 0:
+	case o.releaseTimeout < 0:
+		return fmt.Errorf("%w: negative release timeout %v", ErrInvalidArgument, o.releaseTimeout)
+	}
+	if o.fairWait == 0 {
 		o.fairWait = DefaultFairWaitTimeout
+	}
+	if o.releaseTimeout == 0 {
+		o.releaseTimeout = DefaultReleaseTimeout
 	}
 	if o.watchdogTimeout == 0 {
 		o.watchdogTimeout = DefaultWatchdogTimeout

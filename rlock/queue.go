@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/holdfast-go/holdfast/lua"
 )
 
 // waiter is one call of Lock or TryLock waiting in a lock's queue. It waits for
@@ -115,24 +117,38 @@ func (e *lockEntry) successor() *waiter {
 // handedOff completes a hand-off to succ that Redis confirmed, sent at sent: the
 // hold (and its renewal) is recorded before succ can see it, and the lease is
 // delivered on succ.grant. When succ left the queue while the release was in
-// flight, nobody wants the lock: the lease is returned, for the releaser to give
-// back. After Close nothing is recorded. c.mu must be held.
+// flight, or the client was closed meanwhile, nobody wants the lock: the lease
+// is returned, for the releaser to give back. A reply that came after succ's
+// lease may have run out delivers nothing: the hold may be gone and the lock
+// someone else's, so succ attempts at once, as after a hand-off whose outcome is
+// unknown (its acquire recognises a hold still there and renews it). c.mu must
+// be held.
 func (c *Client) handedOff(e *lockEntry, succ *waiter, sent time.Time) (giveBack *Lease) {
 	e.handing = nil
-	if c.ctx.Err() != nil {
-		// Closed meanwhile: like every hold at Close, this one is left to expire.
-		// succ, if still queued, leaves with ErrClosed.
+	a := c.acquireArgs(e.lk, succ.o, succ.lo)
+	queued := slices.Contains(e.queue, succ)
+	if queued && c.ctx.Err() == nil && late(sent, a.Lease) {
+		e.unsure = succ
 		e.attemptBy(time.Now())
-		c.forget(e)
 		return nil
 	}
-	l := c.grant(succ.o, e.lk, c.acquireArgs(e.lk, succ.o, succ.lo), succ.lo, sent, 0)
+	l := c.grant(succ.o, e.lk, a, succ.lo, sent, 0)
+	if c.ctx.Err() != nil {
+		e.attemptBy(time.Now()) // succ, if still queued, leaves with ErrClosed
+		return l
+	}
 	e.pace.handedOff()
 	if !c.remove(e, succ) {
 		return l
 	}
 	succ.grant <- l
 	return nil
+}
+
+// late reports whether an acquisition sent at sent with lease, whose reply has
+// just come, may have expired already: its lease would be dead on arrival.
+func late(sent time.Time, lease lua.Millis) bool {
+	return !time.Now().Before(sent.Add(lease.Duration()))
 }
 
 // notHandedOff ends a hand-off to succ (nil: none was tried) that did not

@@ -387,6 +387,12 @@ func TestReleaseUnknownOutcomeAfterHandOff(t *testing.T) {
 	r := result(t, w, 2*time.Second)
 	require.NoError(t, r.err, "W's attempt recognises the hand-off")
 
+	require.ErrorIs(t, hl.Err(), ErrUnlockUnconfirmed, "the failed Unlock ended the lease")
+	select {
+	case <-hl.Done():
+	default:
+		t.Fatal("the failed Unlock left Done open")
+	}
 	require.NoError(t, hl.Unlock(hctx), "the retried Unlock is answered by the latch")
 	require.ErrorIs(t, hl.Err(), ErrUnlocked)
 	holder, count := f.state()

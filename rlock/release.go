@@ -11,14 +11,20 @@ import (
 )
 
 // release gives back one lease: one round trip (two when the owner's count had
-// to be resynchronised). The owner's last lease gives back every hold the owner
-// still has on the lock, and may hand the lock to the head of the queue. It
-// returns the lease of a hand-off to a waiter that had left, for the caller to
-// give back (giveBack).
+// to be resynchronised), bounded by the client's release timeout and not by
+// ctx's cancellation (see releaseContext). The owner's last lease gives back
+// every hold the owner still has on the lock, and may hand the lock to the head
+// of the queue. It returns the lease of a hand-off to a waiter that had left, for
+// the caller to give back (giveBack).
 func (c *Client) release(ctx context.Context, l *Lease) (*Lease, error) {
+	ctx, cancel := c.releaseContext(ctx)
+	defer cancel()
 	name := l.h.e.name
 	l.h.owner.begin(lockRef{c, name})
 	defer l.h.owner.end(lockRef{c, name})
+	if a := c.pendingRelease(l); a != nil {
+		return nil, c.resend(ctx, l, *a)
+	}
 	publish := c.publishCommand(ctx)
 	for try := 0; ; try++ {
 		a, succ, err := c.prepareRelease(l, publish)
@@ -28,7 +34,7 @@ func (c *Client) release(ctx context.Context, l *Lease) (*Lease, error) {
 		sent := time.Now()
 		r, err := c.backend.release(ctx, a)
 		if err != nil {
-			return nil, c.releaseFailed(l, succ, err)
+			return nil, c.releaseFailed(l, a, succ, err)
 		}
 		c.mu.Lock()
 		back, again, err := c.released(l, a, succ, r, sent)
@@ -47,41 +53,70 @@ func (c *Client) release(ctx context.Context, l *Lease) (*Lease, error) {
 	}
 }
 
+// pendingRelease returns the release to send again for l, if its owner's last
+// Unlock was not confirmed.
+func (c *Client) pendingRelease(l *Lease) *lua.ReleaseArgs {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return l.resend
+}
+
+// resend sends again a, the release of an owner's last lease whose first try was
+// not confirmed, so that a retried Unlock frees the lock at once rather than by
+// its expiry; its latch recognises a first try that ran. The lease ended with
+// the first try: a confirmed resend turns its Err into ErrUnlocked.
+func (c *Client) resend(ctx context.Context, l *Lease, a lua.ReleaseArgs) error {
+	r, err := c.backend.release(ctx, a)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case err != nil:
+		u := *l.err.(*UnlockUnconfirmedError)
+		u.Err = err
+		return &u
+	case r.Outcome == lua.NotHeld:
+		l.resend = nil
+		return fmt.Errorf("%w: %s: the lock expired before the retried Unlock", ErrNotHeld, quote(l.h.e.name))
+	}
+	l.resend, l.err = nil, ErrUnlocked
+	return nil
+}
+
+// releaseContext returns the context of a release: ctx's values without its
+// cancellation, bounded by the client's release timeout. An Unlock deferred
+// with a ctx that has ended (a request's, whose client went away) must still
+// release, or the lock would stay held, and renewed, for as long as the process
+// lives.
+func (c *Client) releaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), c.opts.releaseTimeout)
+}
+
 // prepareRelease builds the release of l. The owner's last lease releases every
-// hold it has; unless an earlier Unlock of l failed (its outcome, a hand-off
-// included, is then unknown), it may hand the lock to the head of the queue.
+// hold it has, and may hand the lock to the head of the queue.
 func (c *Client) prepareRelease(l *Lease, publish string) (lua.ReleaseArgs, *waiter, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h := l.h
 	switch {
+	case errors.Is(l.err, ErrClosed) || errors.Is(l.err, ErrUnlockUnconfirmed):
+		return lua.ReleaseArgs{}, nil, l.err // it says what became of the hold
 	case l.err != nil:
 		return lua.ReleaseArgs{}, nil, fmt.Errorf("%w: %s: %w", ErrNotHeld, quote(h.e.name), l.err)
-	case c.ctx.Err() != nil:
-		return lua.ReleaseArgs{}, nil, ErrClosed
 	}
 	a := lua.ReleaseArgs{
-		Lock: h.e.lk.Lock, Field: h.field, Expected: h.count, Levels: 1,
+		Lock: h.e.lk.Lock, Field: h.field, Expected: h.count, Levels: 1, Latch: h.e.lk.NewLatch(),
 		LatchTTL: c.latchTTL, Publish: publish, Quiet: h.e.lk.spin != nil, Acks: l.acks,
 	}
 	if len(h.leases) == 1 {
 		a.Levels = h.count
 	}
-	retried := l.latch != ""
-	if !retried {
-		l.latch = h.e.lk.NewLatch()
-	}
-	a.Latch = l.latch
 	if a.Levels < h.count {
 		a.Lease = c.remainingLease(h, l)
 		return a, nil, nil
 	}
 	h.releasing = true
-	if retried {
-		return a, nil, nil
-	}
 	var succ *waiter
-	if h.e.lk.handsOff() {
+	if h.e.lk.handsOff() && c.ctx.Err() == nil {
 		succ = h.e.successor()
 	}
 	if succ != nil {
@@ -92,13 +127,16 @@ func (c *Client) prepareRelease(l *Lease, publish string) (lua.ReleaseArgs, *wai
 	return a, succ, nil
 }
 
-// releaseFailed handles a release without an answer (Redis unreachable: the
-// outcome is unknown, the lease stays open for Unlock to be retried) or whose key
-// turned out to hold another type (the hold is lost).
-func (c *Client) releaseFailed(l *Lease, succ *waiter, err error) error {
+// releaseFailed handles a release without an answer (a timeout, Redis
+// unreachable: the outcome is unknown) or that Redis refused. The lease ends
+// either way, and the owner's last lease stops the hold's renewal, so that the
+// lock is released or expires by itself: never a renewed orphan. A key that
+// turned out to hold another type means the hold was lost.
+func (c *Client) releaseFailed(l *Lease, a lua.ReleaseArgs, succ *waiter, err error) error {
 	h := l.h
 	name := h.e.name
 	c.mu.Lock()
+	final := h.releasing
 	h.releasing = false
 	lost := h.lostWhileReleasing
 	h.lostWhileReleasing = nil
@@ -109,10 +147,15 @@ func (c *Client) releaseFailed(l *Lease, succ *waiter, err error) error {
 		err = fmt.Errorf("%w: %s: %w", ErrNotHeld, quote(name), ErrWrongType)
 	} else {
 		undo = c.notHandedOff(h.e, succ, time.Now(), true)
-		err = fmt.Errorf("rlock: unlock %s: %w", quote(name), err)
+		err = c.unconfirmed(l, final, err)
 	}
-	if lost != nil {
+	switch {
+	case lost != nil:
 		c.endHold(h, lost)
+	case final:
+		c.endHold(h, err)
+		l.resend = &a
+		l.resend.Successor, l.resend.SuccessorLease, l.resend.OnlyIfAlone = lua.Text{}, lua.Millis{}, false
 	}
 	c.mu.Unlock()
 	if lost != nil {
@@ -123,6 +166,27 @@ func (c *Client) releaseFailed(l *Lease, succ *waiter, err error) error {
 		c.undoAcquire(c.acquireArgs(h.e.lk, undo.o, undo.lo))
 	}
 	return err
+}
+
+// unconfirmed ends l, whose release failed with err, and returns the error
+// that says so. The owner's last lease (final) ends the hold (its caller does
+// so), whose lock then expires within its lease at most; otherwise the owner's
+// other leases keep the hold, whose count the next call resynchronises. c.mu
+// must be held.
+func (c *Client) unconfirmed(l *Lease, final bool, err error) error {
+	h := l.h
+	u := &UnlockUnconfirmedError{Lock: h.e.name, Err: err}
+	switch {
+	case !final:
+		h.leases = slices.DeleteFunc(h.leases, func(x *Lease) bool { return x == l })
+		u.Others = len(h.leases)
+		l.end(u)
+	case h.renewed():
+		u.ExpiresWithin = c.opts.watchdogTimeout // a renewal may have just landed
+	default:
+		u.ExpiresWithin = max(time.Until(h.wd.Deadline()), 0)
+	}
+	return u
 }
 
 // released applies what Redis answered to a release. again asks for the release
@@ -147,8 +211,9 @@ func (c *Client) released(l *Lease, a lua.ReleaseArgs, succ *waiter, r lua.Relea
 	case lua.HandedOff:
 		c.endHold(h, ErrUnlocked)
 		if succ == nil {
-			// A retried Unlock: an earlier try handed the lock to the head of
-			// then. The head attempts at once, which recognises such a hand-off.
+			// A retried execution by go-redis of a release that handed the
+			// lock to the head of then: the head attempts at once, which
+			// recognises such a hand-off.
 			c.notHandedOff(e, nil, time.Now(), false)
 			return nil, false, nil
 		}

@@ -234,22 +234,36 @@ func (c *Client) resync(h *hold, count int64) error {
 
 // onLost returns the watchdog's callback for a hold.
 func (c *Client) onLost(h *hold) func(error) {
-	return func(reason error) {
-		err := fmt.Errorf("%w: %s: %w", ErrLockLost, quote(h.e.name), reason)
-		c.mu.Lock()
-		if h.e.holdOf(h.owner) != h {
-			c.mu.Unlock()
-			return
-		}
-		if h.releasing {
-			h.lostWhileReleasing = err
-			c.mu.Unlock()
-			return
-		}
-		c.endHold(h, err)
-		c.mu.Unlock()
-		c.reportLost(h.e.name, err)
+	return func(reason error) { c.lose(h, reason) }
+}
+
+// checkDeadline declares h lost at once if its deadline has passed, before the
+// watchdog's timer does: a lease is never valid past its deadline, even for the
+// moment after a paused process resumes. c.mu must not be held.
+func (c *Client) checkDeadline(h *hold) {
+	if reason := h.wd.Overdue(time.Now()); reason != nil {
+		c.lose(h, reason)
 	}
+}
+
+// lose ends h, lost for reason (the watchdog's), and reports it; while the
+// owner's last Unlock is in flight the loss is kept for that Unlock to apply if
+// it fails. c.mu must not be held.
+func (c *Client) lose(h *hold, reason error) {
+	err := fmt.Errorf("%w: %s: %w", ErrLockLost, quote(h.e.name), reason)
+	c.mu.Lock()
+	if h.e.holdOf(h.owner) != h {
+		c.mu.Unlock()
+		return
+	}
+	if h.releasing {
+		h.lostWhileReleasing = err
+		c.mu.Unlock()
+		return
+	}
+	c.endHold(h, err)
+	c.mu.Unlock()
+	c.reportLost(h.e.name, err)
 }
 
 // reportLost logs a lost hold and calls the client's hook. c.mu must not be held.

@@ -145,6 +145,31 @@ func (h *Hold) Deadline() time.Time {
 	return h.due
 }
 
+// Overdue reports whether the hold's deadline is not after now, and if so stops
+// it and returns why it is lost (ErrNotRenewed or ErrLeaseEnded), as the
+// watchdog's goroutine would a moment later: OnLost is then not called. It
+// returns nil for a hold within its deadline and for a stopped hold. Callers that
+// must not trust a lease past its deadline, even for the instant before the
+// watchdog's timer fires (a process resumed after a pause, say), ask it first.
+func (h *Hold) Overdue(now time.Time) error {
+	w := h.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if h.index < 0 || h.due.After(now) {
+		return nil
+	}
+	w.remove(h)
+	return h.lostReason()
+}
+
+// lostReason is why a hold past its deadline is lost.
+func (h *Hold) lostReason() error {
+	if h.renew {
+		return ErrNotRenewed
+	}
+	return ErrLeaseEnded
+}
+
 // Stop ends the hold's registration. After Stop returns, no later round renews the
 // hold and OnLost is not called. Stop is idempotent.
 func (h *Hold) Stop() {
@@ -234,11 +259,7 @@ func (w *Watchdog) expire(now time.Time) {
 	}
 	w.mu.Unlock()
 	for _, h := range lost {
-		if h.renew {
-			h.OnLost(ErrNotRenewed)
-		} else {
-			h.OnLost(ErrLeaseEnded)
-		}
+		h.OnLost(h.lostReason())
 	}
 }
 
