@@ -22,7 +22,9 @@
 -- second execution of the same request, after go-redis retried a call whose reply
 -- was lost, a no-op instead of a second hold. The first write to N is HSET or
 -- HINCRBY, which fail with WRONGTYPE on a non-hash value before anything changed.
--- A free lock costs three calls (PTTL, HSET, PEXPIRE), as in Redisson.
+-- A free lock costs three calls (PTTL, HSET, PEXPIRE), as in Redisson. A lock
+-- held by another owner is checked to be a lock (not_a_lock, lock_shape.lua):
+-- a hash of another shape fails with a WRONGTYPE error and stays as it was.
 local ttl = redis.call('pttl', KEYS[1])
 local c = tonumber(ARGV[3])
 if ttl == -2 then
@@ -49,6 +51,10 @@ if n ~= c then
   return {n}
 end
 if n == 0 then
+  local bad = not_a_lock(KEYS[1])
+  if bad then
+    return bad
+  end
   return ttl
 end
 redis.call('hincrby', KEYS[1], ARGV[2], 1)

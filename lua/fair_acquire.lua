@@ -65,6 +65,12 @@ if n > 0 then
 end
 
 local ttl = redis.call('pttl', KEYS[1])
+if ttl ~= -2 then
+  local bad = not_a_lock(KEYS[1])
+  if bad then
+    return bad
+  end
+end
 local head = redis.call('lindex', KEYS[2], 0)
 if ttl == -2 and (not head or head == ARGV[2]) then
   if head then

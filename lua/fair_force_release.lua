@@ -9,10 +9,15 @@
 -- ARGV[3]  the waiters' channel prefix redisson_lock__channel:{N}
 --
 -- Returns 1 when N was deleted, 0 when N did not exist. A value at N that is not
--- a hash is left alone and fails with WRONGTYPE (HLEN raises it). Stale heads are
--- dropped first, as in fair_acquire.lua. The queue stays.
+-- a lock is left alone and fails with WRONGTYPE: HLEN raises it for a value that
+-- is not a hash, not_a_lock (lock_shape.lua) for a hash of another shape. Stale
+-- heads are dropped first, as in fair_acquire.lua. The queue stays.
 if redis.call('hlen', KEYS[1]) == 0 then
   return 0
+end
+local bad = not_a_lock(KEYS[1])
+if bad then
+  return bad
 end
 local now = tonumber(ARGV[1])
 while true do

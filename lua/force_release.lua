@@ -8,10 +8,15 @@
 --          its "mode" field says so (the sides of a read/write lock, as Redisson)
 --
 -- Returns 1 when N was deleted, 0 when it did not exist or was in the other mode.
--- A value at N that is not a hash is left alone and fails with WRONGTYPE (HLEN
--- raises it).
+-- A value at N that is not a lock is left alone and fails with WRONGTYPE: HLEN
+-- raises it for a value that is not a hash, not_a_lock (lock_shape.lua) for a
+-- hash of another shape.
 if redis.call('hlen', KEYS[1]) == 0 then
   return 0
+end
+local bad = not_a_lock(KEYS[1])
+if bad then
+  return bad
 end
 if ARGV[3] ~= '' and redis.call('hget', KEYS[1], 'mode') ~= ARGV[3] then
   return 0

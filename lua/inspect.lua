@@ -8,9 +8,16 @@
 --          has read holds besides the writer's
 --
 -- Returns {pttl, count}: pttl as PTTL (-2 not locked, -1 no expiry), count the hold
--- count of ARGV[1] (0 when absent). A value at N that is not a hash fails with
--- WRONGTYPE (HLEN raises it).
+-- count of ARGV[1] (0 when absent). A value at N that is not a lock fails with
+-- WRONGTYPE: HLEN raises it for a value that is not a hash, not_a_lock
+-- (lock_shape.lua) for a hash of another shape.
 local fields = redis.call('hlen', KEYS[1])
+if fields > 0 then
+  local bad = not_a_lock(KEYS[1])
+  if bad then
+    return bad
+  end
+end
 local count = 0
 if ARGV[1] ~= '' then
   count = tonumber(redis.call('hget', KEYS[1], ARGV[1]) or 0)

@@ -27,6 +27,10 @@ local timeout = ARGV[5] .. ':' .. ARGV[2] .. ':rwlock_timeout:'
 local mode = redis.call('hget', KEYS[1], 'mode')
 if not mode then
   if redis.call('exists', KEYS[1]) == 1 then
+    local bad = not_a_lock(KEYS[1])
+    if bad then
+      return bad
+    end
     return redis.call('pttl', KEYS[1])
   end
   redis.call('hset', KEYS[1], 'mode', 'read', ARGV[2], 1)
@@ -40,5 +44,9 @@ if mode == 'read' or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]
   local remain = redis.call('pttl', KEYS[1])
   redis.call('pexpire', KEYS[1], math.max(remain, tonumber(ARGV[1])))
   return redis.status_reply('OK')
+end
+local bad = not_a_lock(KEYS[1])
+if bad then
+  return bad
 end
 return redis.call('pttl', KEYS[1])

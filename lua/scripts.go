@@ -39,22 +39,42 @@ var (
 	writeAcquireSrc string
 	//go:embed write_release.lua
 	writeReleaseSrc string
+	//go:embed lock_shape.lua
+	lockShapeSrc string
 
-	acquireScript        = newScript(acquireSrc)
+	acquireScript        = newScript(lockShapeSrc + acquireSrc)
 	releaseScript        = newScript(releaseSrc)
 	releasePartialScript = newScript(releasePartialSrc)
-	forceReleaseScript   = redis.NewScript(forceReleaseSrc)
+	forceReleaseScript   = redis.NewScript(lockShapeSrc + forceReleaseSrc)
 	renewScript          = redis.NewScript(renewSrc)
-	inspectScript        = redis.NewScript(inspectSrc)
-	fairAcquireScript    = newScript(fairAcquireSrc)
+	inspectScript        = redis.NewScript(lockShapeSrc + inspectSrc)
+	fairAcquireScript    = newScript(lockShapeSrc + fairAcquireSrc)
 	fairReleaseScript    = newScript(fairReleaseSrc)
 	fairLeaveScript      = redis.NewScript(fairLeaveSrc)
-	fairForceScript      = redis.NewScript(fairForceReleaseSrc)
-	readAcquireScript    = newScript(readAcquireSrc)
+	fairForceScript      = redis.NewScript(lockShapeSrc + fairForceReleaseSrc)
+	readAcquireScript    = newScript(lockShapeSrc + readAcquireSrc)
 	readReleaseScript    = newScript(readReleaseSrc)
-	writeAcquireScript   = newScript(writeAcquireSrc)
+	writeAcquireScript   = newScript(lockShapeSrc + writeAcquireSrc)
 	writeReleaseScript   = newScript(writeReleaseSrc)
 )
+
+// lockShapeCheck answers whether the key is a lock hash, by lock_shape.lua's rule.
+var lockShapeCheck = redis.NewScript(lockShapeSrc + `
+if redis.call('type', KEYS[1]).ok ~= 'hash' or not_a_lock(KEYS[1]) then
+  return 0
+end
+return 1`)
+
+// LockShape queues on p (a transaction or pipeline of the caller's) the check of
+// whether the key name holds a lock's hash, by the rule every script applies
+// (lock_shape.lua): owner fields "<client id>:<owner id>[:write]" with
+// positive integer counts, and on a read/write lock a "mode" of "read" or
+// "write". After Exec, the command's Val is 1 for a lock hash, 0 for anything
+// else (another type, a hash of another shape, no key). It is sent as EVAL, so
+// that it works inside MULTI whatever the server's script cache holds.
+func LockShape(ctx context.Context, p redis.Pipeliner, name string) *redis.Cmd {
+	return lockShapeCheck.Eval(ctx, p, []string{name})
+}
 
 // Processor sends a command: a go-redis client of any kind, or a pipeline.
 type Processor interface {

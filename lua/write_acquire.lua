@@ -16,6 +16,10 @@ local c = tonumber(ARGV[3])
 local mode = redis.call('hget', KEYS[1], 'mode')
 if not mode then
   if redis.call('exists', KEYS[1]) == 1 then
+    local bad = not_a_lock(KEYS[1])
+    if bad then
+      return bad
+    end
     return redis.call('pttl', KEYS[1])
   end
   if c > 0 then
@@ -36,5 +40,9 @@ if mode == 'write' and n > 0 then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   return redis.status_reply('OK')
+end
+local bad = not_a_lock(KEYS[1])
+if bad then
+  return bad
 end
 return redis.call('pttl', KEYS[1])

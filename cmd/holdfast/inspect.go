@@ -83,6 +83,7 @@ type snapshot struct {
 	deadlines []redis.Z
 	token     *int64
 	permits   int64
+	lock      bool // the key holds a lock's hash (lua.LockShape)
 }
 
 // inspect reads the object at name and everything status shows of it.
@@ -114,6 +115,7 @@ func readSnapshot(ctx context.Context, rdb redis.UniversalClient, name string) (
 		queue        *redis.StringSliceCmd
 		deadlines    *redis.ZSliceCmd
 		permits      *redis.IntCmd
+		shape        *redis.Cmd
 	)
 	cmds, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		typ = p.Type(ctx, name)
@@ -124,6 +126,7 @@ func readSnapshot(ctx context.Context, rdb redis.UniversalClient, name string) (
 		deadlines = p.ZRangeWithScores(ctx, lua.TimeoutsName(name), 0, -1)
 		token = p.Get(ctx, lua.TokenName(name))
 		permits = p.ZCard(ctx, permitTimeoutsName(name))
+		shape = lua.LockShape(ctx, p, name)
 		return nil
 	})
 	if err != nil && !absent(err) {
@@ -137,6 +140,8 @@ func readSnapshot(ctx context.Context, rdb redis.UniversalClient, name string) (
 	s := snapshot{typ: typ.Val(), hash: hash.Val(), value: value.Val(), queue: queue.Val(),
 		deadlines: deadlines.Val(), permits: permits.Val()}
 	s.pttl, _ = pttl.Int64()
+	shaped, _ := shape.Int64()
+	s.lock = shaped == 1
 	if t, err := token.Int64(); err == nil {
 		s.token = &t
 	}
@@ -160,7 +165,7 @@ func classify(name string, s snapshot, now time.Time) objectStatus {
 			st.Kind = kindFair
 		}
 	case "hash":
-		classifyHash(&st, s.hash, fair)
+		classifyHash(&st, s.hash, s.lock, fair)
 	case "string":
 		classifyString(&st, s)
 	default:
@@ -172,11 +177,12 @@ func classify(name string, s snapshot, now time.Time) objectStatus {
 	return st
 }
 
-// classifyHash sets the kind, mode, holders and channel of a hash at st.Name.
-func classifyHash(st *objectStatus, h map[string]string, fair bool) {
-	holders, mode, ok := parseHolders(h)
+// classifyHash sets the kind, mode, holders and channel of a hash at st.Name;
+// lock says whether it is a lock's, by the scripts' rule (lua.LockShape).
+func classifyHash(st *objectStatus, h map[string]string, lock, fair bool) {
+	holders, mode := parseHolders(h)
 	switch {
-	case !ok:
+	case !lock:
 		st.Kind = kindNotALock
 		return
 	case mode != "":
@@ -204,23 +210,16 @@ func classifyString(st *objectStatus, s snapshot) {
 	st.Kind, st.LatchChannel = kindCounter, latchChannel(st.Name)
 }
 
-// parseHolders reads a lock's hash: its holders (the writer first, then by
-// field) and its "mode" field. ok is false when the hash is not a lock's: a field
-// other than "mode" without a ':' or with a value that is not an integer.
-func parseHolders(h map[string]string) (holders []holder, mode string, ok bool) {
+// parseHolders reads a lock's hash (one that lua.LockShape accepts): its
+// holders (the writer first, then by field) and its "mode" field.
+func parseHolders(h map[string]string) (holders []holder, mode string) {
 	mode, hasMode := h["mode"]
-	if hasMode && mode != "read" && mode != "write" {
-		return nil, "", false
-	}
 	holders = []holder{}
 	for f, v := range h {
 		if f == "mode" {
 			continue
 		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || !strings.Contains(f, ":") {
-			return nil, "", false
-		}
+		n, _ := strconv.ParseInt(v, 10, 64)
 		hd := holder{Field: f, Count: n}
 		write := false
 		hd.ClientID, hd.OwnerID, write = splitField(f)
@@ -235,7 +234,7 @@ func parseHolders(h map[string]string) (holders []holder, mode string, ok bool) 
 		}
 		return holders[i].Field < holders[j].Field
 	})
-	return holders, mode, true
+	return holders, mode
 }
 
 // splitField splits an owner field "<client id>:<owner id>" or
