@@ -22,11 +22,38 @@ type subscription interface {
 }
 
 // lock acquires lk for o, waiting when wait is set until deadline (zero: no
-// deadline) or ctx is done.
+// deadline) or ctx is done. When it fails because the lock is held, the error
+// names the owner of this client that holds it, if one does.
 func (c *Client) lock(ctx context.Context, lk *lockDef, o *owner, lo lockOptions, wait bool, deadline time.Time) (*Lease, error) {
 	if o == nil {
 		o = newOwner()
 	}
+	l, err := c.acquire(ctx, lk, o, lo, wait, deadline)
+	if errors.Is(err, ErrNotAcquired) {
+		err = c.heldHere(lk, err)
+	}
+	return l, err
+}
+
+// heldHere adds to err, a failed acquisition of lk, which owner of this client
+// holds lk, if one does: most often the caller's own code, with a ctx that does
+// not carry the holder's owner (see WithOwner).
+func (c *Client) heldHere(lk *lockDef, err error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range lk.keyIDs() {
+		e := c.locks[id]
+		if e == nil || len(e.holds) == 0 || lk.shared() && e.lk.shared() {
+			continue // read holds do not keep a reader out
+		}
+		return fmt.Errorf("%w (held in this client by owner %d: a call whose ctx does not carry that owner waits for it "+
+			"like sync.Mutex, even on the same goroutine; see WithOwner)", err, e.holds[0].owner.id)
+	}
+	return err
+}
+
+// acquire is lock, but for the description of the holder.
+func (c *Client) acquire(ctx context.Context, lk *lockDef, o *owner, lo lockOptions, wait bool, deadline time.Time) (*Lease, error) {
 	reentrant, queued, err := c.look(lk, o)
 	if err != nil {
 		return nil, err
