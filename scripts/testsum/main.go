@@ -285,10 +285,26 @@ func (s *summary) event(ev event) {
 			p.failed++
 			s.failures = append(s.failures, fmt.Sprintf("FAIL %s %s", ev.Package, ev.Test))
 			if !s.verbose {
+				s.printAncestors(p, ev.Test)
 				s.printAll(t.output)
 			}
 		}
 		t.output = nil
+	}
+}
+
+// printAncestors prints what the enclosing tests of a failed subtest have printed so far
+// ("=== RUN", their logs), outermost first, so that its output reads in order; they print
+// the rest when they fail in turn.
+func (s *summary) printAncestors(p *pkgState, name string) {
+	for i := 0; i < len(name); i++ {
+		if name[i] != '/' {
+			continue
+		}
+		if a := p.tests[name[:i]]; a != nil && !a.done {
+			s.printAll(a.output)
+			a.output = nil
+		}
 	}
 }
 

@@ -173,3 +173,27 @@ func TestUsage(t *testing.T) {
 		t.Errorf("exit code %d without a directory, want 2", code)
 	}
 }
+
+// TestSubtestOrder: a failed subtest's output comes after what its parent printed before it.
+func TestSubtestOrder(t *testing.T) {
+	code, out := runFake(t, "nested", "--")
+	if code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	if got, want := closing(t, out), "1 passed, 2 failed, 0 skipped"; got != want {
+		t.Errorf("closing line %q, want %q\n%s", got, want, out)
+	}
+	order := []string{"=== RUN   TestParent\n", "parent log before", "=== RUN   TestParent/bad", "sub failed",
+		"--- FAIL: TestParent/bad", "parent log after", "--- FAIL: TestParent (", "FAIL\tscratch2/nested"}
+	rest := out
+	for _, want := range order {
+		i := strings.Index(rest, want)
+		if i < 0 {
+			t.Fatalf("%q missing or out of order in:\n%s", want, out)
+		}
+		rest = rest[i+len(want):]
+	}
+	if strings.Contains(out, "TestParent/ok") {
+		t.Errorf("output of a passed subtest printed:\n%s", out)
+	}
+}
