@@ -1,11 +1,15 @@
 # holdfast build and test entry points. `make test` is what CI runs (see .ci/run).
 #
-# Two modules: the library at the root (kept free of test-only heavyweights) and the nested
-# integration module in integration/ (real-Redis tests, testcontainers fallback).
+# `make test` tests two modules: the library at the root (kept free of test-only heavyweights)
+# and the nested integration module in integration/ (real-Redis tests). The harness's
+# testcontainers fallback is a module of its own, integration/redistest/containers, built only
+# when a test needs it (see integration/redistest/doc.go); bench/ holds the benchmark tool.
 
 GO ?= go
 # Extra flags for the test runs, e.g. `make test TESTFLAGS=-v` or TESTFLAGS='-run Lock'.
 TESTFLAGS ?=
+# The go test flags of every test run: the race detector on, results never cached.
+GOTESTFLAGS = -race -count=1 -timeout 15m $(TESTFLAGS)
 # Arguments for the benchmark tool, e.g. `make bench BENCHARGS='-duration 30s'`.
 BENCHARGS ?=
 # Where `make bench` writes performance.md and img/ (bench/out/ is gitignored);
@@ -15,12 +19,15 @@ BENCH_OUT ?= $(CURDIR)/bench/out
 GOFILES = $(shell find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*')
 
 .DEFAULT_GOAL := test
-.PHONY: test lint fmt-check vet test-root test-integration setup bench bench-docs soak
+.PHONY: test lint fmt-check vet vet-containers test-root test-integration setup bench bench-docs soak
 
 ## test: the CI test command: setup (installs redis-server when missing), lint, then race
 ## tests of both modules. One command on a fresh clone; setup is quick and silent but for
-## one line when redis-server is there.
-test: setup lint test-root test-integration
+## one line when redis-server is there. scripts/test.sh runs `go test -json` in each module
+## through scripts/testsum, which prints the output of what failed and closes with one line
+## for both modules: "N passed, N failed, N skipped" (non-zero exit when anything failed).
+test: setup lint
+	@GO='$(GO)' bash scripts/test.sh . integration -- $(GOTESTFLAGS)
 
 ## lint: gofmt check and go vet for both modules.
 lint: fmt-check vet
@@ -33,11 +40,18 @@ vet:
 	$(GO) vet ./...
 	cd integration && $(GO) vet ./...
 
+## vet-containers: go vet in integration/redistest/containers, the testcontainers-go fallback of
+## the Redis test harness. Not part of `make test`: it downloads the Docker client (~40 modules),
+## which the tests themselves only build when there is no redis-server binary.
+vet-containers:
+	cd integration/redistest/containers && $(GO) vet ./...
+
+## test-root, test-integration: the tests of one module, summarised the same way.
 test-root:
-	$(GO) test -race -count=1 $(TESTFLAGS) ./...
+	@GO='$(GO)' bash scripts/test.sh . -- $(GOTESTFLAGS)
 
 test-integration:
-	cd integration && $(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) ./...
+	@GO='$(GO)' bash scripts/test.sh integration -- $(GOTESTFLAGS)
 
 ## setup: install what the tests need (redis-server) on a Debian machine; idempotent.
 setup:
