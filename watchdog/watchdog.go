@@ -68,7 +68,8 @@ type Hold struct {
 	w           *Watchdog
 	renew       bool      // renewed by the watchdog; else a fixed lease
 	due         time.Time // the deadline, monotonic
-	index       int       // position in the deadline heap; -1 once stopped
+	index       int       // position in the deadline heap; -1 once stopped or past due
+	stopped     bool      // Stop was called
 }
 
 // New starts a watchdog that renews through rdb.
@@ -145,17 +146,18 @@ func (h *Hold) Deadline() time.Time {
 	return h.due
 }
 
-// Overdue reports whether the hold's deadline is not after now, and if so stops
-// it and returns why it is lost (ErrNotRenewed or ErrLeaseEnded), as the
-// watchdog's goroutine would a moment later: OnLost is then not called. It
-// returns nil for a hold within its deadline and for a stopped hold. Callers that
-// must not trust a lease past its deadline, even for the instant before the
-// watchdog's timer fires (a process resumed after a pause, say), ask it first.
+// Overdue returns, when the hold's deadline is not after now, why it is lost
+// (ErrNotRenewed or ErrLeaseEnded), and takes it out of the watchdog's rounds.
+// It returns nil for a hold within its deadline and for a stopped one. Callers
+// that must not trust a lease past its deadline, even for the instant before the
+// watchdog's timer fires (a process resumed after a pause, say), ask it first;
+// the watchdog may still call OnLost for the same deadline, so OnLost and the
+// caller's own handling must tolerate each other.
 func (h *Hold) Overdue(now time.Time) error {
 	w := h.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if h.index < 0 || h.due.After(now) {
+	if h.stopped || h.due.After(now) {
 		return nil
 	}
 	w.remove(h)
@@ -175,6 +177,7 @@ func (h *Hold) lostReason() error {
 func (h *Hold) Stop() {
 	w := h.w
 	w.mu.Lock()
+	h.stopped = true
 	w.remove(h)
 	w.mu.Unlock()
 }
