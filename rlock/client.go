@@ -207,12 +207,8 @@ func (c *Client) closedHold(h *hold, r lua.ReleaseReply, err error) error {
 	case err == nil:
 		err = fmt.Errorf("the owner's hold count changed under Close")
 	}
-	expires := c.opts.watchdogTimeout
-	if !h.renewed() {
-		expires = max(time.Until(h.wd.Deadline()), 0)
-	}
 	return fmt.Errorf("%w: %s: Close could not release it (%w); it is no longer renewed and expires within %v",
-		ErrClosed, name, err, expires.Round(time.Millisecond))
+		ErrClosed, name, err, c.expiresWithin(h).Round(time.Millisecond))
 }
 
 // shardedPubSub reports whether releases are announced with SPUBLISH and waited

@@ -181,12 +181,21 @@ func (c *Client) unconfirmed(l *Lease, final bool, err error) error {
 		h.leases = slices.DeleteFunc(h.leases, func(x *Lease) bool { return x == l })
 		u.Others = len(h.leases)
 		l.end(u)
-	case h.renewed():
-		u.ExpiresWithin = c.opts.watchdogTimeout // a renewal may have just landed
 	default:
-		u.ExpiresWithin = max(time.Until(h.wd.Deadline()), 0)
+		u.ExpiresWithin = c.expiresWithin(h)
 	}
 	return u
+}
+
+// expiresWithin bounds how long an ended hold may still live in Redis: a fixed
+// lease's remaining time; for a watchdog lease the watchdog timeout plus one
+// renewal interval, as a renewal round already in flight may still land. c.mu
+// must be held.
+func (c *Client) expiresWithin(h *hold) time.Duration {
+	if h.renewed() {
+		return c.opts.watchdogTimeout + c.opts.renewInterval
+	}
+	return max(time.Until(h.wd.Deadline()), 0)
 }
 
 // released applies what Redis answered to a release. again asks for the release
