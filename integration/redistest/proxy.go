@@ -3,7 +3,6 @@ package redistest
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"sync"
 	"testing"
@@ -27,12 +26,14 @@ type Proxy struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup // accept loop and connection goroutines
 
-	mu          sync.Mutex
-	closed      bool
-	conns       map[*proxyConn]struct{}
-	dropReplies int  // replies still to swallow
-	dropAll     bool // swallow everything from the server
-	dropped     int  // chunks swallowed so far
+	mu           sync.Mutex
+	closed       bool
+	conns        map[*proxyConn]struct{}
+	dropReplies  int           // replies still to swallow
+	dropAll      bool          // swallow everything from the server
+	dropped      int           // chunks swallowed so far
+	replyDelay   time.Duration // hold each chunk from the server this long
+	dropRequests bool          // discard everything from the clients
 }
 
 // proxyConn is one client connection and its upstream connection.
@@ -148,13 +149,20 @@ func (p *Proxy) serve(c *proxyConn) {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		_, _ = io.Copy(server, c.client)
+		p.forwardRequests(c.client, server)
 		c.close()
 	}()
 
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := server.Read(buf)
+		if d := p.delay(); n > 0 && d > 0 {
+			select {
+			case <-time.After(d):
+			case <-p.ctx.Done():
+				return
+			}
+		}
 		if n > 0 && !p.swallow() {
 			if _, werr := c.client.Write(buf[:n]); werr != nil {
 				return
@@ -164,6 +172,28 @@ func (p *Proxy) serve(c *proxyConn) {
 			return
 		}
 	}
+}
+
+// forwardRequests copies client→server bytes, discarding them while requests are dropped.
+func (p *Proxy) forwardRequests(client, server net.Conn) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := client.Read(buf)
+		if n > 0 && !p.dropsRequests() {
+			if _, werr := server.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *Proxy) dropsRequests() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dropRequests
 }
 
 // swallow decides whether the chunk just read from the server is discarded.
@@ -204,6 +234,31 @@ func (p *Proxy) Dropped() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.dropped
+}
+
+// SetReplyDelay holds every server→client chunk read from now on for d before forwarding it
+// (0 turns it off): commands run on the server at once, their replies arrive d late, and a
+// client whose read timeout exceeds d sees them. Chunks of one connection stay in order.
+func (p *Proxy) SetReplyDelay(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.replyDelay = d
+}
+
+func (p *Proxy) delay() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.replyDelay
+}
+
+// SetDropRequests discards all client→server bytes while on: commands never reach the
+// server and their clients time out (Redis unreachable, the connection still open). A
+// command cut in the middle leaves its connection unusable: call CloseConns after turning it
+// off.
+func (p *Proxy) SetDropRequests(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dropRequests = on
 }
 
 // SetDropAll black-holes all server→client bytes while on: connections stay open, commands run
