@@ -146,8 +146,9 @@ func (l *MultiLease) Err() error {
 }
 
 // Unlock gives back every part, the last taken first, and returns their errors
-// joined. A part whose unlock fails stays open (see Lease.Unlock): calling Unlock
-// again retries it and skips those already given back.
+// joined. Like Lease.Unlock it does not end with ctx. A part whose release was
+// not confirmed ends anyway (ErrUnlockUnconfirmed): calling Unlock again sends
+// its release again and skips the parts already given back.
 func (l *MultiLease) Unlock(ctx context.Context) error {
 	var errs []error
 	for i := len(l.parts) - 1; i >= 0; i-- {

@@ -60,7 +60,7 @@ func (s *lockSession) connectAndLock(ctx context.Context) (int, error) {
 		return exitUsage, err
 	}
 	s.rdb = rdb
-	if s.c, err = rlock.New(rdb, rlock.WithWatchdogTimeout(s.cfg.watchdog)); err != nil {
+	if s.c, err = rlock.New(rdb, rlock.WithWatchdogTimeout(s.cfg.watchdog), rlock.WithReleaseTimeout(s.cfg.conn.timeout)); err != nil {
 		return exitUsage, err
 	}
 	stop := s.progress(ctx)
@@ -130,25 +130,20 @@ func (s *lockSession) release(ctx context.Context, code int) int {
 		s.sayLost("it was gone when the command ended")
 		return exitLockLost
 	}
-	expiry := s.cfg.watchdog
-	if s.cfg.lease > 0 {
-		expiry = s.cfg.lease
-	}
-	fmt.Fprintf(s.io.err, "holdfast lock: could not release %q (%v); it expires within %v\n", s.cfg.name, err, expiry)
+	fmt.Fprintf(s.io.err, "holdfast lock: could not release %q: %v\n", s.cfg.name, err) // says when it expires
 	return code
 }
 
-// unlock gives the lease back, once; ctx's cancellation does not stop it (a
-// signal may have cancelled ctx), the connect timeout does.
+// unlock gives the lease back, once. ctx's cancellation (a signal may have
+// cancelled it) does not stop the release: the library bounds it by the
+// client's release timeout, the connect timeout (see connectAndLock).
 func (s *lockSession) unlock(ctx context.Context) error {
 	l := s.lease
 	if l == nil {
 		return nil
 	}
 	s.lease = nil
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.conn.timeout)
-	defer cancel()
-	return l.Unlock(rctx)
+	return l.Unlock(ctx)
 }
 
 // close releases the lock if still held, and closes the lock client and the
