@@ -29,7 +29,14 @@
 // frees its locks within the timeout. With WithLeaseTime(d) the lock expires d
 // after it was taken and is not renewed. Either way a hold is declared lost, and
 // its leases' Done closed, as soon as its lease may have run out without a
-// confirmed renewal: code that must not run without the lock selects on Done.
+// confirmed renewal, and Lease.Err never reports a lease valid past that
+// deadline, even right after the process was paused: code that must not run
+// without the lock asks Err right before each write (docs/safety.md).
+//
+// Every hold ends. Unlock releases even when its ctx has ended (a request's
+// deferred Unlock), bounded by the client's release timeout; a release Redis
+// does not confirm ends the lease and stops the renewals, so that the lock
+// expires by itself (ErrUnlockUnconfirmed). Close releases the holds still open.
 //
 // # Round trips
 //
@@ -50,7 +57,9 @@
 // # Errors
 //
 // Errors are values wrapping the sentinels of this package (ErrNotAcquired,
-// ErrNotHeld, ErrLockLost, ErrWrongType, ErrConflict, ErrNotReplicated,
-// ErrClosed, ErrInvalidArgument); test them with errors.Is. Redis errors are
-// wrapped as they come.
+// ErrNotHeld, ErrLockLost, ErrUnlocked, ErrUnlockUnconfirmed, ErrWrongType,
+// ErrConflict, ErrNonReentrant, ErrUpgrade, ErrNotReplicated, ErrClosed,
+// ErrInvalidArgument); test them with errors.Is. Two carry data:
+// *NotReplicatedError and *UnlockUnconfirmedError. Redis errors are wrapped as
+// they come.
 package rlock

@@ -50,7 +50,8 @@ func (m *Mutex) Name() string { return m.name }
 //
 // When the lock is held by another owner it returns an error matching
 // ErrNotAcquired; when ctx ends the wait, the error also matches ctx.Err(). It
-// returns ErrWrongType when the name holds another type of value, ErrLockLost
+// returns ErrWrongType when the name holds a value that is not a lock (another
+// type, or a hash of another shape: see ForceUnlock), ErrLockLost
 // when the owner's earlier holds of this lock were lost, ErrInvalidArgument for an
 // empty name or a negative duration (before any round trip), and wrapped Redis
 // errors. A call that fails leaves no hold, subscription or renewal behind.
@@ -90,7 +91,10 @@ func (m *Mutex) tryLock(ctx context.Context, lo lockOptions) (*Lease, error) {
 //
 // When ctx ends the wait the error matches both ErrNotAcquired and ctx.Err(),
 // unless the lock was handed to the call at that very moment: then it returns
-// the lease. The other errors are those of TryLock.
+// the lease. When an owner of this client holds the lock, the error names it:
+// a Lock nested in code that holds the lock waits for it, as sync.Mutex does,
+// unless its ctx carries the holder's owner (see WithOwner). The other errors
+// are those of TryLock.
 func (m *Mutex) Lock(ctx context.Context, opts ...LockOption) (*Lease, error) {
 	lo, err := newLockOptions(opts)
 	if err != nil {
@@ -134,8 +138,11 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 
 // ForceUnlock deletes the lock whoever holds it, and announces the release to
 // waiters (Redisson's forceUnlock). It reports whether the lock existed. Leases of
-// this client on the lock end with ErrLockLost. A key holding another type of
-// value is left alone: ErrWrongType.
+// this client on the lock end with ErrLockLost. A key that is not a lock is left
+// alone: ErrWrongType. That is a key of another type, or a hash with a field
+// other than owner fields ("<client id>:<owner id>", with a positive integer
+// count) and a read/write lock's "mode" ("read" or "write"); Redisson would
+// delete it.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := m.check(); err != nil {
 		return false, err

@@ -48,6 +48,14 @@ type ownerKey struct{}
 // A ctx without an owner gets a fresh owner for each acquisition: the lock then
 // behaves like a plain non-reentrant mutex (a second Lock waits, like
 // sync.Mutex) and is released through the returned Lease.
+//
+// Two traps, both a nested Lock that waits for its own caller's lock until its
+// ctx ends: a nested call whose ctx does not carry the holder's owner (a
+// context.Background(), or a ctx not derived from the one WithOwner returned),
+// and WithOwner called again on a ctx that already has an owner, which starts a
+// new owner that never shares the first one's holds. Call WithOwner once per
+// unit of work (where a Java thread would begin) and pass that ctx down. The
+// error of such a wait names the holding owner of the same client.
 func WithOwner(ctx context.Context) context.Context {
 	return context.WithValue(ctx, ownerKey{}, newOwner())
 }
