@@ -75,7 +75,7 @@ func demoCommand(ctx context.Context, args []string, io stdio) int {
 
 // demoHelp is the help of "holdfast demo".
 var demoHelp = help{
-	about: "Shows holdfast's locks at work as a live timeline (about 12 s), on an embedded\n" +
+	about: "Shows holdfast's locks at work as a live timeline (about 11 s), on an embedded\n" +
 		"Redis, or on a real server with --redis or $REDIS_URL (its keys get a unique\n" +
 		"prefix and are all deleted at the end).",
 	synopsis: "usage: holdfast demo [flags]",
