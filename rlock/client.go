@@ -32,6 +32,9 @@ type Client struct {
 	pubsub   atomic.Int32 // pubsubUnknown until shardedPubSub has learnt the kind
 	latchTTL lua.Millis   // life of an unlock latch: go-redis' retry window
 	watched  lua.Millis   // the lease of a watchdog hold: opts.watchdogTimeout
+	// deadlines: go-redis applies a ctx's deadline to its sockets
+	// (ContextTimeoutEnabled), so that the release timeout bounds a release.
+	deadlines bool
 
 	ctx    context.Context // cancelled, with cause ErrClosed, by Close
 	cancel context.CancelCauseFunc
@@ -66,15 +69,16 @@ func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	c := &Client{
-		rdb:      rdb,
-		id:       uuid.NewString(),
-		opts:     o,
-		hub:      pubsub.New(rdb, pubsub.Options{}),
-		latchTTL: lua.NewMillis(retryWindow(rdb)),
-		watched:  lua.NewMillis(o.watchdogTimeout),
-		ctx:      ctx,
-		cancel:   cancel,
-		locks:    make(map[string]*lockEntry),
+		rdb:       rdb,
+		id:        uuid.NewString(),
+		opts:      o,
+		hub:       pubsub.New(rdb, pubsub.Options{}),
+		latchTTL:  lua.NewMillis(retryWindow(rdb)),
+		deadlines: honoursDeadlines(rdb),
+		watched:   lua.NewMillis(o.watchdogTimeout),
+		ctx:       ctx,
+		cancel:    cancel,
+		locks:     make(map[string]*lockEntry),
 	}
 	c.backend = backend{
 		acquire: func(ctx context.Context, a lua.AcquireArgs) (lua.AcquireReply, error) {
@@ -279,6 +283,20 @@ func (c *Client) fieldOf(o *owner, lk *lockDef) lua.Text {
 		return o.writeField(c.id)
 	}
 	return o.field(c.id)
+}
+
+// honoursDeadlines reports whether rdb applies a ctx's deadline to its sockets
+// (go-redis' ContextTimeoutEnabled); true for a client it cannot tell.
+func honoursDeadlines(rdb redis.UniversalClient) bool {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return true
 }
 
 // retryWindow returns how long after a call go-redis may still send it again:

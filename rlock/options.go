@@ -34,8 +34,10 @@ const DefaultReleaseTimeout = 5 * time.Second
 // release of the holds still open. A release does not end with its ctx (an
 // Unlock deferred with a request's ctx that has ended must still release), only
 // with this timeout; one that is not confirmed in time ends its lease anyway and
-// stops renewing the hold (see ErrUnlockUnconfirmed). Default:
-// DefaultReleaseTimeout.
+// stops renewing the hold (see ErrUnlockUnconfirmed). go-redis applies the
+// timeout to its sockets only when its client has ContextTimeoutEnabled;
+// otherwise the go-redis client's ReadTimeout, WriteTimeout and MaxRetries bound
+// the release instead. Default: DefaultReleaseTimeout.
 func WithReleaseTimeout(d time.Duration) ClientOption {
 	return func(o *clientOptions) { o.releaseTimeout = d }
 }

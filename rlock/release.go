@@ -86,9 +86,18 @@ func (c *Client) resend(ctx context.Context, l *Lease, a lua.ReleaseArgs) error 
 // cancellation, bounded by the client's release timeout. An Unlock deferred
 // with a ctx that has ended (a request's, whose client went away) must still
 // release, or the lock would stay held, and renewed, for as long as the process
-// lives.
+// lives. When go-redis does not apply ctx deadlines to its sockets, its own
+// timeouts bound the release and a deadline would only cost allocations on the
+// hot path: the ctx is then only detached, and not even that when it cannot be
+// cancelled.
 func (c *Client) releaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), c.opts.releaseTimeout)
+	switch {
+	case c.deadlines:
+		return context.WithTimeout(context.WithoutCancel(ctx), c.opts.releaseTimeout)
+	case ctx.Done() != nil:
+		return context.WithoutCancel(ctx), func() {}
+	}
+	return ctx, func() {}
 }
 
 // prepareRelease builds the release of l. The owner's last lease releases every
