@@ -1,0 +1,58 @@
+package rlock
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/holdfast-go/holdfast/lua"
+	"github.com/stretchr/testify/require"
+)
+
+// An acquisition whose reply comes after its lease may have run out is not
+// returned as held: a single attempt fails with ErrNotAcquired and leaves the
+// lock free; a waiting Lock attempts again and returns a lease that is valid.
+func TestLateAcquisitionIsNotReturned(t *testing.T) {
+	const lease = 30 * time.Millisecond
+	f := newFakeLock()
+	c := newFakeClient(t, f)
+	m := c.NewMutex("late")
+	late := true
+	f.setHooks(fakeHooks{afterAcquire: func(lua.AcquireArgs, lua.AcquireReply) error {
+		if late {
+			late = false
+			<-time.After(2 * lease) // the reply is held back past the lease: the fault under test
+		}
+		return nil
+	}})
+
+	_, err := m.TryLock(testCtx(t), WithLeaseTime(lease))
+	require.ErrorIs(t, err, ErrNotAcquired)
+	require.Contains(t, err.Error(), "after the lease")
+	requireSettled(t, f, c)
+
+	late = true
+	l, err := m.Lock(testCtx(t), WithLeaseTime(lease))
+	require.NoError(t, err, "a waiting Lock attempts again")
+	require.NoError(t, l.Err())
+	require.NoError(t, l.Unlock(context.Background()))
+	requireSettled(t, f, c)
+}
+
+// Err and Done never report a lease valid past its deadline, whether or not
+// the watchdog's goroutine has run.
+func TestLeaseErrAtDeadline(t *testing.T) {
+	f := newFakeLock()
+	c := newFakeClient(t, f)
+	l, err := c.NewMutex("deadline").TryLock(testCtx(t), WithLeaseTime(20*time.Millisecond))
+	require.NoError(t, err)
+	require.NoError(t, l.Err())
+	require.Eventually(t, func() bool { return l.Err() != nil }, 2*time.Second, tick)
+	require.ErrorIs(t, l.Err(), ErrLockLost)
+	select {
+	case <-l.Done():
+	default:
+		t.Fatal("Done open after Err reported the loss")
+	}
+	require.ErrorIs(t, l.Unlock(context.Background()), ErrNotHeld)
+}
