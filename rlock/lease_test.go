@@ -13,7 +13,7 @@ import (
 // returned as held: a single attempt fails with ErrNotAcquired and leaves the
 // lock free; a waiting Lock attempts again and returns a lease that is valid.
 func TestLateAcquisitionIsNotReturned(t *testing.T) {
-	const lease = 30 * time.Millisecond
+	const lease = 200 * time.Millisecond
 	f := newFakeLock()
 	c := newFakeClient(t, f)
 	m := c.NewMutex("late")
