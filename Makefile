@@ -41,10 +41,12 @@ vet:
 	cd integration && $(GO) vet ./...
 
 ## vet-containers: go vet in integration/redistest/containers, the testcontainers-go fallback of
-## the Redis test harness. Not part of `make test`: it downloads the Docker client (~40 modules),
-## which the tests themselves only build when there is no redis-server binary.
+## the Redis test harness, and its build test (build tag containers). Not part of `make test`:
+## it downloads the Docker client (~40 modules), which the tests themselves only build when
+## there is no redis-server binary.
 vet-containers:
 	cd integration/redistest/containers && $(GO) vet ./...
+	cd integration && $(GO) test -tags containers -count=1 -run TestContainerFallbackBuild ./redistest
 
 ## test-root, test-integration: the tests of one module, summarised the same way.
 test-root:

@@ -2,14 +2,11 @@ package redistest
 
 import (
 	"bufio"
-	"errors"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
@@ -86,32 +83,4 @@ func TestDockerPreflight(t *testing.T) {
 		assert.False(t, ok)
 		assert.Contains(t, why, "no Docker socket")
 	})
-}
-
-// TestContainerFallbackBuild builds and runs the ./containers command against a fake engine
-// that answers the preflight but nothing else: the command must report that no usable Docker
-// engine is there, and Start must skip. It downloads testcontainers-go's modules, so it runs
-// only with HOLDFAST_TEST_CONTAINERS=1 (the normal test run must not download them).
-func TestContainerFallbackBuild(t *testing.T) {
-	if os.Getenv("HOLDFAST_TEST_CONTAINERS") == "" {
-		t.Skip("set HOLDFAST_TEST_CONTAINERS=1 to build the container fallback (downloads testcontainers-go)")
-	}
-	goBin, err := exec.LookPath("go")
-	require.NoError(t, err)
-	t.Setenv("PATH", filepath.Dir(goBin)) // go, but no redis-server
-	t.Setenv("REDIS_SERVER", "")
-	t.Setenv("REDIS_ADDR", "")
-	t.Setenv("CI", "")
-	t.Setenv("DOCKER_HOST", fakeDocker(t, "200 OK"))
-	t.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
-
-	_, err = launch(nil)
-	require.Error(t, err)
-	t.Log(err)
-	var ue *unavailableError
-	if !errors.As(err, &ue) {
-		t.Fatalf("want an unavailableError (no usable Docker engine), got %v", err)
-	}
-	assert.True(t, strings.Contains(err.Error(), "no Docker engine"), err.Error())
-	assert.NotEmpty(t, helper.bin, "the fallback command was not built")
 }
