@@ -3,11 +3,25 @@
 // Applications use rlock (Client, Mutex and the other locks), which calls these
 // scripts with the bookkeeping they rely on, and never this package directly.
 //
-// Each operation on a lock is one embedded .lua file, headed by its KEYS/ARGV
-// contract, and runs atomically in one round trip as EVALSHA, with EVAL when the
-// server has lost its script cache. The Go functions here are typed wrappers:
-// they build KEYS and ARGV from Go values (durations become milliseconds only
-// here) and turn replies into Go values, so no []any leaks out.
+// Each operation is one embedded .lua file, headed by its KEYS/ARGV contract,
+// and runs atomically in one round trip as EVALSHA, with EVAL when the server
+// has lost its script cache. The Go functions here are typed wrappers: they
+// build KEYS and ARGV from Go values (durations become milliseconds only here)
+// and turn replies into Go values, so no []any leaks out.
+//
+// The files follow Redisson's objects:
+//   - run.go: the runner shared by every family (EVALSHA with its EVAL
+//     fallback, WAIT behind a script for Acks, the publish commands) and the
+//     helpers that encode arguments and read replies; args.go: arguments boxed
+//     once (Text, Millis).
+//   - names.go: Redisson's key and channel names and the lock name check
+//     (CheckName); slot.go: Redis Cluster slots.
+//   - lock.go, lock_acquire.go, lock_release.go: the lock family (RLock and its
+//     fenced, spin and non-reentrant forms, RFairLock, RReadWriteLock): the
+//     Lock names and Layout, Acquire, Leave, Release, ReleaseAll, ForceRelease,
+//     Inspect and LockShape.
+//   - renew.go: the watchdog's batched renewal (Renewal, RenewCmd, RenewResult,
+//     LoadRenew).
 //
 // The lock path (Acquire, Release) is the hot path of every lock: its arguments
 // that repeat from call to call are encoded once by the caller (Lock, Text,

@@ -17,6 +17,10 @@ const (
 	rwPrefix      = "redisson_rwlock"
 )
 
+// WriteSuffix turns an owner's field into its field as the holder of a
+// read/write lock's write side ("<client uuid>:<owner id>:write").
+const WriteSuffix = ":write"
+
 // Payloads published on a lock's channels.
 const (
 	UnlockMessage  = "0" // a lock was released: wakes a waiter

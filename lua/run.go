@@ -1,0 +1,164 @@
+package lua
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Processor sends a command: a go-redis client of any kind, or a pipeline.
+type Processor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
+// script is a script of the lock's hot path. Unlike redis.Script.Run, run sends
+// the caller's argument slice as it is: one allocation for the arguments, one for
+// the command.
+type script struct {
+	sha, src any // boxed once: EVALSHA's and EVAL's second argument
+}
+
+func newScript(src string) script {
+	return script{sha: redis.NewScript(src).Hash(), src: src}
+}
+
+// call sends args (see run), followed by WAIT when acks asks for replicas
+// (runAcked), and returns the reply and the replicas that acknowledged.
+func (s script) call(ctx context.Context, rdb Processor, args []any, acks Acks) (any, int, error) {
+	if acks.Replicas > 0 {
+		return s.runAcked(ctx, rdb, args, acks)
+	}
+	v, err := s.run(ctx, rdb, args)
+	return v, 0, err
+}
+
+// run sends args, which must begin with two placeholders and the number of keys,
+// as EVALSHA, and as EVAL when the server has not cached the script.
+func (s script) run(ctx context.Context, rdb Processor, args []any) (any, error) {
+	args[0], args[1] = "evalsha", s.sha
+	cmd := redis.NewCmd(ctx, args...)
+	cmd.SetFirstKeyPos(3)
+	_ = rdb.Process(ctx, cmd)
+	if IsNoScript(cmd.Err()) {
+		args[0], args[1] = "eval", s.src
+		cmd = redis.NewCmd(ctx, args...)
+		cmd.SetFirstKeyPos(3)
+		_ = rdb.Process(ctx, cmd)
+	}
+	return cmd.Result()
+}
+
+// Acks asks that a script's writes reach Replicas replicas before the call
+// returns, waiting at most Timeout: WAIT, sent behind the script in the same
+// round trip on the same connection (Redisson's checkLockSyncedSlaves). The zero
+// Acks asks for none.
+type Acks struct {
+	Replicas int
+	Timeout  time.Duration
+}
+
+// pipeliner is a client that can send a pipeline on one connection.
+type pipeliner interface {
+	Pipeline() redis.Pipeliner
+}
+
+// runAcked sends the script with args and then WAIT in one pipeline, on a
+// connection to the primary that owns the script's first key, and returns the
+// script's reply and how many replicas acknowledged. A WAIT that fails after the
+// script answered counts no acknowledgement.
+func (s script) runAcked(ctx context.Context, rdb Processor, args []any, acks Acks) (any, int, error) {
+	node, err := primaryOf(ctx, rdb, args[3].(string))
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, eval := range []bool{false, true} {
+		args[0], args[1] = "evalsha", s.sha
+		if eval {
+			args[0], args[1] = "eval", s.src
+		}
+		pipe := node.Pipeline()
+		cmd := redis.NewCmd(ctx, args...)
+		cmd.SetFirstKeyPos(3)
+		_ = pipe.Process(ctx, cmd)
+		wait := redis.NewIntCmd(ctx, "wait", acks.Replicas, max(acks.Timeout.Milliseconds(), 1))
+		_ = pipe.Process(ctx, wait)
+		_, _ = pipe.Exec(ctx)
+		if !eval && IsNoScript(cmd.Err()) {
+			continue
+		}
+		v, err := cmd.Result()
+		return v, int(wait.Val()), err
+	}
+	panic("unreachable")
+}
+
+// primaryOf returns the client of the primary that owns key: rdb itself, or on a
+// Cluster the client of the key's shard (WAIT counts the replicas of the
+// connection's node).
+func primaryOf(ctx context.Context, rdb Processor, key string) (pipeliner, error) {
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		return cc.MasterForKey(ctx, key)
+	}
+	p, ok := rdb.(pipeliner)
+	if !ok {
+		return nil, errors.New("lua: replica acknowledgements need a client that pipelines")
+	}
+	return p, nil
+}
+
+// Publish commands accepted by the scripts that announce a release.
+const (
+	Publish        = "PUBLISH"  // classic pub/sub: standalone, Sentinel
+	ShardedPublish = "SPUBLISH" // sharded pub/sub: Redis Cluster 7+
+)
+
+// now returns the client's wall clock as the fair lock's scripts take it, in
+// epoch milliseconds: Redisson's clients compare their clocks through it.
+func now() int64 { return time.Now().UnixMilli() }
+
+// IsNoScript reports whether err says the server does not have the script cached.
+func IsNoScript(err error) bool {
+	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
+}
+
+// IsWrongType reports whether err is Redis' WRONGTYPE error: the key holds a value
+// of another type than the script expects.
+func IsWrongType(err error) bool {
+	return err != nil && redis.HasErrorPrefix(err, "WRONGTYPE")
+}
+
+// millis renders d as whole milliseconds, at least 1, as the scripts expect.
+func millis(d time.Duration) int64 {
+	return max(d.Milliseconds(), 1)
+}
+
+func ttl(pttl int64) time.Duration {
+	if pttl < 0 {
+		return -1
+	}
+	return time.Duration(pttl) * time.Millisecond
+}
+
+func flag(b bool) any {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+func publish(cmd string) string {
+	if cmd == ShardedPublish {
+		return ShardedPublish
+	}
+	return Publish
+}
+
+func firstInt(v []any) (int64, bool) {
+	if len(v) != 1 {
+		return 0, false
+	}
+	n, ok := v[0].(int64)
+	return n, ok
+}
