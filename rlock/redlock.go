@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"sync"
 	"time"
 )
@@ -63,14 +62,32 @@ func (r *RedLock) Lock(ctx context.Context, opts ...LockOption) (*MultiLease, er
 	return r.lock(ctx, lo)
 }
 
+// lock makes rounds until one wins a valid majority or ctx is done (await),
+// listening between rounds to the parts' release channels.
 func (r *RedLock) lock(ctx context.Context, lo lockOptions) (*MultiLease, error) {
-	for {
-		l, err := r.round(ctx, lo)
-		if err == nil || !errors.Is(err, ErrNotAcquired) || ctx.Err() != nil {
-			return l, err
+	var parts *partsWaker
+	defer func() {
+		if parts != nil {
+			parts.Close()
 		}
-		r.pause(ctx)
+	}()
+	l, err := await(ctx, waitPlan[*MultiLease]{
+		attempt: func(ctx context.Context) (turn[*MultiLease], error) {
+			l, err := r.round(ctx, lo)
+			if errors.Is(err, ErrNotAcquired) && ctx.Err() == nil {
+				return turn[*MultiLease]{sleep: redLockRetry/2 + rand.N(redLockRetry)}, nil
+			}
+			return turn[*MultiLease]{got: l, done: true}, err
+		},
+		subscribe: func(ctx context.Context) (waker, error) {
+			parts = r.listen(ctx)
+			return parts, nil
+		},
+	})
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ErrNotAcquired) {
+		return nil, notAcquired(ctx, r.parts[0].name)
 	}
+	return l, err
 }
 
 // round tries every part at once and keeps the acquisitions if they make a
@@ -130,27 +147,78 @@ func (r *RedLock) tryAll(ctx context.Context, lo lockOptions, timeout time.Durat
 	return taken, errs
 }
 
-// pause waits for a release message on any part's channel, or for a jittered
-// pause around redLockRetry, or for ctx.
-func (r *RedLock) pause(ctx context.Context) {
-	timer := time.NewTimer(redLockRetry/2 + rand.N(redLockRetry))
-	defer timer.Stop()
-	cases := []reflect.SelectCase{
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)},
-	}
+// listen subscribes to every part's release channel (a part whose primary is
+// down is skipped: the wait's timer bounds the pause).
+func (r *RedLock) listen(ctx context.Context) *partsWaker {
+	var subs []subscription
 	for _, p := range r.parts {
 		if p.bad != nil {
 			continue
 		}
-		sub, err := p.c.backend.subscribe(ctx, p.lk.Channel())
-		if err != nil {
-			continue // that primary is down: the timer bounds the pause
+		if sub, err := p.c.backend.subscribe(ctx, p.lk.Channel()); err == nil {
+			subs = append(subs, sub)
 		}
-		defer sub.Close()
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(sub.Ready())})
 	}
-	reflect.Select(cases)
+	return newPartsWaker(subs)
+}
+
+// partsWaker is the waker of a RedLock's wait: the subscriptions of its parts'
+// channels merged, a message on any of them a token, confirmed once all are.
+// Its goroutines, one per subscription, end with Close.
+type partsWaker struct {
+	subs      []subscription
+	ready     chan struct{} // one token, buffered
+	confirmed chan struct{}
+	stop      chan struct{}
+	wg        sync.WaitGroup
+}
+
+func newPartsWaker(subs []subscription) *partsWaker {
+	w := &partsWaker{subs: subs, ready: make(chan struct{}, 1), confirmed: make(chan struct{}), stop: make(chan struct{})}
+	var left sync.WaitGroup
+	left.Add(len(subs))
+	for _, s := range subs {
+		w.wg.Go(func() { w.forward(s, &left) })
+	}
+	w.wg.Go(func() {
+		left.Wait()
+		close(w.confirmed)
+	})
+	return w
+}
+
+// forward passes s's confirmation and tokens on until Close.
+func (w *partsWaker) forward(s subscription, left *sync.WaitGroup) {
+	select {
+	case <-s.Confirmed():
+		left.Done()
+	case <-w.stop:
+		left.Done()
+		return
+	}
+	for {
+		select {
+		case <-s.Ready():
+			select {
+			case w.ready <- struct{}{}:
+			default:
+			}
+		case <-w.stop:
+			return
+		}
+	}
+}
+
+func (w *partsWaker) Confirmed() <-chan struct{} { return w.confirmed }
+func (w *partsWaker) Ready() <-chan struct{}     { return w.ready }
+
+// Close stops the goroutines and closes the subscriptions.
+func (w *partsWaker) Close() {
+	close(w.stop)
+	w.wg.Wait()
+	for _, s := range w.subs {
+		s.Close()
+	}
 }
 
 // firstError returns the first non-nil error of errs.

@@ -108,24 +108,28 @@ func (c *Client) refuse(lk *lockDef, o *owner, reentrant bool) error {
 	return nil
 }
 
-// spin waits for lk the spin lock's way (Redisson's RSpinLock): no queue and no
-// pub/sub, an attempt after each pause of lk's back-off until one succeeds or
-// ctx is done.
+// spin waits for lk the spin lock's way (Redisson's RSpinLock; await without a
+// channel): no queue and no pub/sub, an attempt after each pause of lk's
+// back-off until one succeeds or ctx is done. The caller made the first
+// attempt: the wait begins with a pause.
 func (c *Client) spin(ctx context.Context, lk *lockDef, o *owner, lo lockOptions) (*Lease, error) {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for n := 0; ; n++ {
-		timer.Reset(lk.spin.Delay(n))
-		select {
-		case <-ctx.Done():
-			return nil, stopped(ctx, lk.Name())
-		case <-timer.C:
-		}
-		l, _, err := c.attempt(ctx, o, lk, lo)
-		if err == nil || !errors.Is(err, ErrNotAcquired) || ctx.Err() != nil {
-			return l, gaveUp(ctx, lk.Name(), err)
-		}
+	n := -1
+	l, err := await(ctx, waitPlan[*Lease]{
+		attempt: func(ctx context.Context) (turn[*Lease], error) {
+			if n++; n == 0 {
+				return turn[*Lease]{sleep: lk.spin.Delay(0)}, nil
+			}
+			l, _, err := c.attempt(ctx, o, lk, lo)
+			if errors.Is(err, ErrNotAcquired) && ctx.Err() == nil {
+				return turn[*Lease]{sleep: lk.spin.Delay(n)}, nil
+			}
+			return turn[*Lease]{got: l, done: true}, err
+		},
+	})
+	if err != nil && ctx.Err() != nil {
+		return nil, stopped(ctx, lk.Name())
 	}
+	return l, err
 }
 
 // waitContext returns ctx, also ended by the deadline (zero: none) and by Close;
@@ -165,49 +169,30 @@ func (c *Client) wait(ctx context.Context, lk *lockDef, w *waiter, first time.Ti
 	}
 }
 
-// lead runs w as the head of e's queue: subscribe to the lock's release channel,
-// then attempt whenever attemptAt is due, and sleep in between until attemptAt,
-// a release message, a hand-off, or news from this client (wake). The first
-// attempt after the subscription is confirmed closes the window in which a
-// release could be published before w listened.
+// lead runs w as the head of e's queue (await): attempt whenever attemptAt is
+// due, subscribed to the lock's release channel after the first step, until w
+// holds the lock, is handed it by a release of this client (w.grant), or gives
+// up. A release message and the subscription's confirmation reset attemptAt,
+// paced (heard, listening); news from this client arrives on w.wake.
 func (c *Client) lead(ctx context.Context, e *lockEntry, w *waiter) (*Lease, error) {
-	sub, err := c.join(ctx, e)
-	if err != nil {
-		return c.leave(e, w, err)
+	l, err := await(ctx, waitPlan[*Lease]{
+		attempt: func(ctx context.Context) (turn[*Lease], error) {
+			l, sleep, err := c.step(ctx, e, w)
+			return turn[*Lease]{got: l, done: l != nil, sleep: sleep}, err
+		},
+		subscribe: func(ctx context.Context) (waker, error) { return c.join(ctx, e) },
+		wake:      w.wake,
+		handed:    w.grant,
+		confirmed: func() { c.listening(e) },
+		heard:     func() { c.heard(e) },
+	})
+	switch {
+	case err == nil:
+		return l, nil
+	case ctx.Err() != nil:
+		return c.leave(e, w, stopped(ctx, e.name))
 	}
-	confirmed := sub.Confirmed()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		l, sleep, err := c.step(ctx, e, w)
-		switch {
-		case l != nil:
-			return l, nil
-		case err != nil && ctx.Err() != nil:
-			return c.leave(e, w, stopped(ctx, e.name))
-		case err != nil:
-			return c.leave(e, w, err)
-		}
-		var due <-chan time.Time
-		if sleep >= 0 { // < 0: a hand-off to w is in flight, its releaser wakes w
-			timer.Reset(sleep)
-			due = timer.C
-		}
-		select {
-		case l := <-w.grant:
-			return l, nil
-		case <-w.wake:
-		case <-due:
-		case <-confirmed:
-			confirmed = nil
-			c.listening(e)
-		case <-sub.Ready():
-			c.heard(e)
-		case <-ctx.Done():
-			return c.leave(e, w, stopped(ctx, e.name))
-		}
-		timer.Stop()
-	}
+	return c.leave(e, w, err)
 }
 
 // join returns the queue's subscription to the lock's release channel, making it

@@ -40,7 +40,10 @@ func (c *Client) waitFair(ctx context.Context, lk *lockDef, w *waiter) (*Lease, 
 	return l, err
 }
 
-// takeTurn attempts until w holds the fair lock of e or gives up.
+// takeTurn attempts until w holds the fair lock of e or gives up (await): an
+// attempt queues w in Redis, then w listens on its own channel, on which a
+// release wakes the queue's head, and on w.wake, and attempts again at the
+// latest by the bound its last attempt answered.
 func (c *Client) takeTurn(ctx context.Context, e *lockEntry, w *waiter) (*Lease, error) {
 	var sub subscription
 	defer func() {
@@ -48,37 +51,25 @@ func (c *Client) takeTurn(ctx context.Context, e *lockEntry, w *waiter) (*Lease,
 			sub.Close()
 		}
 	}()
-	var confirmed <-chan struct{}
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		l, ttl, err := c.attempt(ctx, w.o, e.lk, w.lo)
-		switch {
-		case err == nil:
-			return l, nil
-		case ctx.Err() != nil:
-			return nil, stopped(ctx, e.name)
-		case !errors.Is(err, ErrNotAcquired):
-			return nil, err
-		}
-		if sub == nil {
-			if sub, err = c.subscribeWaiter(ctx, e, w); err != nil {
-				return nil, err
+	l, err := await(ctx, waitPlan[*Lease]{
+		attempt: func(ctx context.Context) (turn[*Lease], error) {
+			l, ttl, err := c.attempt(ctx, w.o, e.lk, w.lo)
+			if errors.Is(err, ErrNotAcquired) && ctx.Err() == nil {
+				return turn[*Lease]{sleep: time.Until(c.expiry(ttl))}, nil
 			}
-			confirmed = sub.Confirmed()
-		}
-		timer.Reset(time.Until(c.expiry(ttl)))
-		select {
-		case <-confirmed:
-			confirmed = nil
-		case <-sub.Ready():
-		case <-w.wake:
-		case <-timer.C:
-		case <-ctx.Done():
-			return nil, stopped(ctx, e.name)
-		}
-		timer.Stop()
+			return turn[*Lease]{got: l, done: true}, err
+		},
+		subscribe: func(ctx context.Context) (waker, error) {
+			var err error
+			sub, err = c.subscribeWaiter(ctx, e, w)
+			return sub, err
+		},
+		wake: w.wake,
+	})
+	if err != nil && ctx.Err() != nil {
+		return nil, stopped(ctx, e.name)
 	}
+	return l, err
 }
 
 // subscribeWaiter subscribes to w's own channel on the fair lock of e, on which
