@@ -14,8 +14,11 @@
 //     fallback, WAIT behind a script for Acks, the publish commands) and the
 //     helpers that encode arguments and read replies; args.go: arguments boxed
 //     once (Text, Millis).
-//   - names.go: Redisson's key and channel names and the lock name check
-//     (CheckName); slot.go: Redis Cluster slots.
+//   - names.go: every Redisson key and channel name, of every object (locks,
+//     RSemaphore, RPermitExpirableSemaphore, RCountDownLatch), and a name check
+//     per family (CheckName for locks, CheckSemaphoreName,
+//     CheckExpirableSemaphoreName, CheckLatchName); slot.go: Redis Cluster
+//     slots.
 //   - lock.go, lock_acquire.go, lock_release.go: the lock family (RLock and its
 //     fenced, spin and non-reentrant forms, RFairLock, RReadWriteLock): the
 //     Lock names and Layout, Acquire, Leave, Release, ReleaseAll, ForceRelease,

@@ -78,6 +78,43 @@ func LatchName(name, requestID string) string {
 	return latchPrefix + ":{" + name + "}:" + requestID
 }
 
+// Redisson's names for the keys and channels of the synchronizers
+// (shared/redisson-protocol.md §0.4, §1.8–§1.10, §9).
+const (
+	semaphorePrefix      = "redisson_sc"
+	latchChannelPrefix   = "redisson_countdownlatch__channel__"
+	PermitTimeoutsSuffix = ":timeout" // see PermitTimeoutsName
+)
+
+// SemaphoreChannel returns the channel of the semaphore name, on which
+// releases publish the available permits as a decimal integer (protocol §2.11,
+// §2.14): "redisson_sc:{name}", or "redisson_sc:name" when name contains '{'
+// (Redisson's prefix rule, as ChannelName; protocol §0.2, §0.4, §1.8). RSemaphore
+// and RPermitExpirableSemaphore of one name share it (§1.9).
+func SemaphoreChannel(name string) string { return prefixed(semaphorePrefix, name) }
+
+// PermitTimeoutsName returns the sorted set of the acquired permits of the
+// permit-expirable semaphore name (RPermitExpirableSemaphore):
+// "{name}:timeout", or "name:timeout" when name contains '{' (Redisson's suffix
+// rule, protocol §0.2, §1.9). Each member is a permit id (16 raw bytes since
+// Redisson 3.17.0) and its score the permit's expiry in epoch milliseconds, on
+// the clock of the client that set it, or 922337203685477 for a permit without
+// a lease (protocol §1.9, §2.12).
+func PermitTimeoutsName(name string) string {
+	if strings.Contains(name, "{") {
+		return name + PermitTimeoutsSuffix
+	}
+	return "{" + name + "}" + PermitTimeoutsSuffix
+}
+
+// LatchChannel returns the channel of the countdown latch name
+// (RCountDownLatch): "redisson_countdownlatch__channel__{name}", braces always
+// added, even when name contains '{', and no colon (protocol §0.4, §1.10,
+// §2.13, §9). It carries "0" when the count reaches zero and "1" on
+// trySetCount and delete (§2.14). See CheckLatchName for the names whose
+// channel falls in another cluster slot.
+func LatchChannel(name string) string { return latchChannelPrefix + "{" + name + "}" }
+
 // prefixed is Redisson's prefixName: prefix + ":{" + name + "}", or
 // prefix + ":" + name when name has a hash tag of its own.
 func prefixed(prefix, name string) string {
@@ -87,9 +124,18 @@ func prefixed(prefix, name string) string {
 	return prefix + ":{" + name + "}"
 }
 
-// ErrSlot says that a lock name's channel and latch keys would not share the
-// name's Redis Cluster hash slot.
+// ErrSlot says that a name's keys and channels would not all share the name's
+// Redis Cluster hash slot. Every name check (CheckName, CheckSemaphoreName,
+// CheckExpirableSemaphoreName, CheckLatchName) returns an error matching it;
+// its own text is the lock check's.
 var ErrSlot = errors.New("its channel and unlock latches would hash to another cluster slot than the name")
+
+// tagRule and tagAdvice explain a refusal under Redisson's prefix and suffix
+// rules (every family but the latch).
+const (
+	tagRule   = "Redis hashes only the text inside the first {...} when it is not empty"
+	tagAdvice = "use a name with a non-empty {tag}, such as %q, or one without braces"
+)
 
 // CheckName returns an error matching ErrSlot for a lock name whose channel and
 // latches, named by Redisson's rule (see ChannelName), would hash to another
@@ -99,14 +145,83 @@ var ErrSlot = errors.New("its channel and unlock latches would hash to another c
 // Cluster (and Redisson's do too); holdfast refuses them everywhere, so that a
 // program tested on one server does not fail on a cluster.
 func CheckName(name string) error {
-	slot := Slot(name)
-	if Slot(ChannelName(name)) == slot && Slot(LatchName(name, "0")) == slot {
+	if sameSlot(name, ChannelName(name), LatchName(name, "0")) {
 		return nil
 	}
-	tag := strings.NewReplacer("{", "", "}", "").Replace(name)
-	if tag == "" {
-		tag = "lock"
-	}
-	return fmt.Errorf("%w (Redis hashes only the text inside the first {...} when it is not empty): "+
-		"use a name with a non-empty {tag}, such as %q, or one without braces", ErrSlot, "{"+tag+"}")
+	return fmt.Errorf("%w (%s): "+tagAdvice, ErrSlot, tagRule, "{"+bare(name, "lock")+"}")
 }
+
+// CheckSemaphoreName returns an error matching ErrSlot for a semaphore name
+// (RSemaphore) whose channel, SemaphoreChannel (Redisson's prefix rule,
+// protocol §0.2, §1.8), would hash to another cluster slot than the name: the
+// names CheckName refuses. Redisson's release script takes the name and the
+// channel as KEYS and fails with CROSSSLOT on Redis Cluster for them.
+func CheckSemaphoreName(name string) error {
+	if sameSlot(name, SemaphoreChannel(name)) {
+		return nil
+	}
+	return refuse("its channel", tagRule, tagAdvice, "{"+bare(name, "semaphore")+"}")
+}
+
+// CheckExpirableSemaphoreName returns an error matching ErrSlot for a
+// permit-expirable semaphore name (RPermitExpirableSemaphore) whose channel
+// (SemaphoreChannel, the prefix rule) or permits' zset (PermitTimeoutsName,
+// the suffix rule) would hash to another cluster slot than the name (protocol
+// §0.2, §1.9, §2.12): the names CheckName refuses.
+func CheckExpirableSemaphoreName(name string) error {
+	if sameSlot(name, SemaphoreChannel(name), PermitTimeoutsName(name)) {
+		return nil
+	}
+	return refuse("its channel and permits' zset", tagRule, tagAdvice, "{"+bare(name, "semaphore")+"}")
+}
+
+// CheckLatchName returns an error matching ErrSlot for a countdown latch name
+// (RCountDownLatch) whose channel, LatchChannel, would hash to another cluster
+// slot than the name (protocol §1.10, §9). The channel always wraps the whole
+// name in braces, so its hash tag is the name's text up to its first '}' and
+// differs from the name's own: a name with a '}' is refused ("{t}:latch",
+// "a}b"; the check compares slots), as is "" (an empty tag), while "a{b" (no
+// '}') is accepted. Redisson's latch scripts take the name and
+// the channel as KEYS and fail with CROSSSLOT on Redis Cluster for the names
+// refused here.
+func CheckLatchName(name string) error {
+	if sameSlot(name, LatchChannel(name)) {
+		return nil
+	}
+	return refuse("its channel", "the latch channel "+LatchChannel("<name>")+" always adds braces around the name, "+
+		"so Redis hashes a name with braces by another text than the name's own tag", "use a name without braces, such as %q",
+		bare(name, "latch"))
+}
+
+// sameSlot reports whether every one of derived hashes to name's cluster slot.
+func sameSlot(name string, derived ...string) bool {
+	slot := Slot(name)
+	for _, d := range derived {
+		if Slot(d) != slot {
+			return false
+		}
+	}
+	return true
+}
+
+// bare returns name without its braces, or def when nothing else is left: the
+// text of the name a refusal suggests.
+func bare(name, def string) string {
+	if s := strings.NewReplacer("{", "", "}", "").Replace(name); s != "" {
+		return s
+	}
+	return def
+}
+
+// refuse returns a name check's error: what would hash elsewhere, why, and
+// advice (a format with one %q, the suggested name).
+func refuse(what, why, advice, suggestion string) error {
+	return &slotError{what + " would hash to another cluster slot than the name (" + why + "): " +
+		fmt.Sprintf(advice, suggestion)}
+}
+
+// slotError is the refusal of a name by a family's check; it matches ErrSlot.
+type slotError struct{ msg string }
+
+func (e *slotError) Error() string        { return e.msg }
+func (e *slotError) Is(target error) bool { return target == ErrSlot }

@@ -79,3 +79,111 @@ func TestLayoutNames(t *testing.T) {
 		}
 	}
 }
+
+// TestSynchronizerNames pins the semaphore's, permit-expirable semaphore's and
+// countdown latch's names to Redisson's (shared/redisson-protocol.md §0.4,
+// §1.8–§1.10, §9): the prefix rule for the semaphore channel, the suffix rule
+// for the permits' zset, braces always around the latch's name.
+func TestSynchronizerNames(t *testing.T) {
+	for _, tc := range []struct{ name, channel, permits, latch string }{
+		{"N", "redisson_sc:{N}", "{N}:timeout", "redisson_countdownlatch__channel__{N}"},
+		{"exports:eu", "redisson_sc:{exports:eu}", "{exports:eu}:timeout", "redisson_countdownlatch__channel__{exports:eu}"},
+		{"{t}:jobs", "redisson_sc:{t}:jobs", "{t}:jobs:timeout", "redisson_countdownlatch__channel__{{t}:jobs}"},
+	} {
+		got := []string{SemaphoreChannel(tc.name), PermitTimeoutsName(tc.name), LatchChannel(tc.name)}
+		want := []string{tc.channel, tc.permits, tc.latch}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Errorf("%q: got %q, want %q", tc.name, got[i], want[i])
+			}
+		}
+		// The semaphore's names share the name's slot, with or without a tag.
+		for _, k := range got[:2] {
+			if Slot(k) != Slot(tc.name) {
+				t.Errorf("%q: %q is in slot %d, the name in %d", tc.name, k, Slot(k), Slot(tc.name))
+			}
+		}
+	}
+}
+
+// TestFamilyChecks: each family's check accepts exactly the names whose keys
+// and channels share the name's slot, matches ErrSlot otherwise, and suggests
+// a name it accepts. The semaphores follow the lock's prefix and suffix rules
+// and so refuse what CheckName refuses; the latch refuses every name with a
+// '}', since its channel always wraps the name in braces (§1.10).
+func TestFamilyChecks(t *testing.T) {
+	checks := map[string]func(string) error{
+		"lock": CheckName, "semaphore": CheckSemaphoreName,
+		"expirable": CheckExpirableSemaphoreName, "latch": CheckLatchName,
+	}
+	derived := map[string]func(string) []string{
+		"lock":      func(n string) []string { return []string{ChannelName(n), LatchName(n, "0")} },
+		"semaphore": func(n string) []string { return []string{SemaphoreChannel(n)} },
+		"expirable": func(n string) []string { return []string{SemaphoreChannel(n), PermitTimeoutsName(n)} },
+		"latch":     func(n string) []string { return []string{LatchChannel(n)} },
+	}
+	for _, tc := range []struct {
+		name             string
+		lock, sem, latch bool // accepted by the lock and semaphore checks, by the latch's
+	}{
+		{"N", true, true, true},
+		{"exports:eu", true, true, true},
+		{"ünïcødé", true, true, true},
+		{"{t}:jobs", true, true, false},
+		{"a{b}c", true, true, false},
+		{"acc:{}:empty", false, false, false},
+		{"a}b", false, false, false},
+		{"{}", false, false, false},
+		{"", false, false, false},
+		{"a{b", false, false, true}, // the latch channel's tag is "a{b", the name's whole text
+	} {
+		for fam, check := range checks {
+			want := tc.sem
+			switch fam {
+			case "lock":
+				want = tc.lock
+			case "latch":
+				want = tc.latch
+			}
+			err := check(tc.name)
+			if (err == nil) != want {
+				t.Errorf("%s check of %q = %v, want ok=%v", fam, tc.name, err, want)
+				continue
+			}
+			same := true
+			for _, k := range derived[fam](tc.name) {
+				same = same && Slot(k) == Slot(tc.name)
+			}
+			if same != (err == nil) {
+				t.Errorf("%s check of %q = %v, but its names share the slot: %v", fam, tc.name, err, same)
+			}
+			if err == nil {
+				continue
+			}
+			if !errors.Is(err, ErrSlot) {
+				t.Errorf("%s check of %q = %v, does not match ErrSlot", fam, tc.name, err)
+			}
+			s := err.Error()
+			sugg := s[strings.LastIndex(s, "such as ")+len("such as "):]
+			if i := strings.Index(sugg, ", or"); i >= 0 {
+				sugg = sugg[:i]
+			}
+			if n, uerr := strconv.Unquote(sugg); uerr != nil || check(n) != nil {
+				t.Errorf("%s check of %q suggests %s, which it refuses", fam, tc.name, sugg)
+			}
+		}
+	}
+}
+
+// TestCheckNameMessage keeps the lock check's message, which docs/cli.md shows.
+func TestCheckNameMessage(t *testing.T) {
+	want := `its channel and unlock latches would hash to another cluster slot than the name ` +
+		`(Redis hashes only the text inside the first {...} when it is not empty): ` +
+		`use a name with a non-empty {tag}, such as "{ab}", or one without braces`
+	if err := CheckName("a{b"); err == nil || err.Error() != want {
+		t.Errorf("CheckName(%q) = %v, want %s", "a{b", err, want)
+	}
+	if err := CheckLatchName("{t}:done"); err == nil || !strings.Contains(err.Error(), `such as "t:done"`) {
+		t.Errorf(`CheckLatchName("{t}:done") = %v, want the suggestion "t:done"`, err)
+	}
+}

@@ -125,7 +125,7 @@ func readSnapshot(ctx context.Context, rdb redis.UniversalClient, name string) (
 		queue = p.LRange(ctx, lua.QueueName(name), 0, -1)
 		deadlines = p.ZRangeWithScores(ctx, lua.TimeoutsName(name), 0, -1)
 		token = p.Get(ctx, lua.TokenName(name))
-		permits = p.ZCard(ctx, permitTimeoutsName(name))
+		permits = p.ZCard(ctx, lua.PermitTimeoutsName(name))
 		shape = lua.LockShape(ctx, p, name)
 		return nil
 	})
@@ -202,12 +202,12 @@ func classifyString(st *objectStatus, s snapshot) {
 		st.Kind = kindNotALock
 		return
 	}
-	st.Value, st.Channel = s.value, semaphoreChannel(st.Name)
+	st.Value, st.Channel = s.value, lua.SemaphoreChannel(st.Name)
 	if s.permits > 0 {
 		st.Kind, st.AcquiredPermits = kindPermits, s.permits
 		return
 	}
-	st.Kind, st.LatchChannel = kindCounter, latchChannel(st.Name)
+	st.Kind, st.LatchChannel = kindCounter, lua.LatchChannel(st.Name)
 }
 
 // parseHolders reads a lock's hash (one that lua.LockShape accepts): its
@@ -311,27 +311,4 @@ func summarize(cmds []*redis.Cmd) *readTimeouts {
 		rt.Keys++
 	}
 	return rt
-}
-
-// semaphoreChannel is the channel of the semaphore name: "redisson_sc:{name}"
-// (Redisson's prefix rule, as lua.ChannelName).
-func semaphoreChannel(name string) string {
-	if strings.Contains(name, "{") {
-		return "redisson_sc:" + name
-	}
-	return "redisson_sc:{" + name + "}"
-}
-
-// latchChannel is the channel of the countdown latch name:
-// "redisson_countdownlatch__channel__{name}" (braces always, no colon).
-func latchChannel(name string) string { return "redisson_countdownlatch__channel__{" + name + "}" }
-
-// permitTimeoutsName is the permits' zset of the permit-expirable semaphore
-// name: "{name}:timeout", or "name:timeout" when name has a '{' (Redisson's
-// suffix rule).
-func permitTimeoutsName(name string) string {
-	if strings.Contains(name, "{") {
-		return name + ":timeout"
-	}
-	return "{" + name + "}:timeout"
 }

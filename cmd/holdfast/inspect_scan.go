@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/holdfast-go/holdfast/lua"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -107,9 +108,10 @@ func hashesAmong(ctx context.Context, node *redis.Client, keys []string) ([]stri
 
 // objectOf returns the name of the object that the auxiliary key k belongs to,
 // by Redisson's naming rules: redisson_lock_queue:{N}, redisson_lock_timeout:{N},
-// redisson_lock_token:{N}, {N}:<field>:rwlock_timeout:<k>, {N}:timeout (and the
-// forms without braces of names that have a '{'). A name N that is itself "{X}"
-// has the same auxiliary keys as X: objectOf answers X.
+// redisson_lock_token:{N}, {N}:<field>:rwlock_timeout:<k>, {N}:timeout
+// (lua.PermitTimeoutsName), and the forms without braces of names that have a
+// '{'. A name N that is itself "{X}" has the same auxiliary keys as X: objectOf
+// answers X.
 func objectOf(k string) (string, bool) {
 	for _, p := range auxPrefixes {
 		if rest, ok := strings.CutPrefix(k, p); ok && rest != "" {
@@ -122,7 +124,7 @@ func objectOf(k string) (string, bool) {
 			return untag(strings.Join(parts[:len(parts)-2], ":")), true
 		}
 	}
-	if base, ok := strings.CutSuffix(k, ":timeout"); ok && strings.Contains(base, "{") {
+	if base, ok := strings.CutSuffix(k, lua.PermitTimeoutsSuffix); ok && strings.Contains(base, "{") {
 		return untag(base), true
 	}
 	return "", false
