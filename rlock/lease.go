@@ -17,8 +17,7 @@ type Lease struct {
 	lease time.Duration // fixed lease; 0 for a watchdog lease
 	acks  lua.Acks      // replica acknowledgements its release waits for
 	token int64         // fencing token of a FencedMutex acquisition, else 0
-	done  chan struct{} // made by the first Done call; guarded by c.mu
-	err   error         // guarded by c.mu; set when the lease ends
+	ended ending        // ended (with c.mu held) when the lease ends
 
 	// resend is the release of the owner's last lease whose outcome is
 	// unknown (ErrUnlockUnconfirmed), which Unlock sends again if called
@@ -49,17 +48,7 @@ func (l *Lease) Holder() string { return l.h.field.String() }
 // each write, compares the deadline with the clock when called.
 func (l *Lease) Done() <-chan struct{} {
 	l.c.checkDeadline(l.h)
-	l.c.mu.Lock()
-	defer l.c.mu.Unlock()
-	if l.done == nil {
-		// Made on demand: most callers never ask, and a channel per lease would
-		// cost an allocation on the hot path.
-		l.done = make(chan struct{})
-		if l.err != nil {
-			close(l.done)
-		}
-	}
-	return l.done
+	return l.ended.Done()
 }
 
 // Err returns nil while the lease is held, and once it ended why: an error
@@ -73,10 +62,11 @@ func (l *Lease) Err() error {
 	l.c.checkDeadline(l.h)
 	l.c.mu.Lock()
 	defer l.c.mu.Unlock()
-	if l.err == nil && l.h.lostWhileReleasing != nil {
+	err := l.ended.Err()
+	if err == nil && l.h.lostWhileReleasing != nil {
 		return l.h.lostWhileReleasing // lost while its Unlock is in flight
 	}
-	return l.err
+	return err
 }
 
 // Unlock gives the lease back: the owner's hold count goes down by one, and the
@@ -103,13 +93,5 @@ func (l *Lease) Unlock(ctx context.Context) error {
 	return err
 }
 
-// end closes the lease's Done with err, once. c.mu must be held.
-func (l *Lease) end(err error) {
-	if l.err != nil {
-		return
-	}
-	l.err = err
-	if l.done != nil {
-		close(l.done)
-	}
-}
+// end ends the lease with err, once. c.mu must be held.
+func (l *Lease) end(err error) { l.ended.end(err) }

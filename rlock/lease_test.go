@@ -56,3 +56,40 @@ func TestLeaseErrAtDeadline(t *testing.T) {
 	}
 	require.ErrorIs(t, l.Unlock(context.Background()), ErrNotHeld)
 }
+
+// A MultiLease ends with its first part, and a RedLock's with its validity,
+// whichever comes first; Err is never nil past either.
+func TestMultiLeaseEnding(t *testing.T) {
+	f := newFakeLock()
+	c := newFakeClient(t, f)
+	ctx := testCtx(t)
+	a, err := c.NewMutex("multi-a").TryLock(ctx)
+	require.NoError(t, err)
+	b, err := c.NewMutex("multi-b").TryLock(ctx)
+	require.NoError(t, err)
+	ml := newMultiLease([]*Lease{a, b}, time.Time{})
+	done := ml.Done()
+	require.NoError(t, ml.Err())
+	require.NoError(t, b.Unlock(ctx))
+	select {
+	case <-done:
+	default:
+		t.Fatal("Done open after a part ended")
+	}
+	require.ErrorIs(t, ml.Err(), ErrUnlocked)
+	require.NoError(t, ml.Unlock(ctx), "the part still held is given back")
+	require.ErrorIs(t, a.Err(), ErrUnlocked)
+
+	l, err := c.NewMutex("multi-c").TryLock(ctx)
+	require.NoError(t, err)
+	valid := newMultiLease([]*Lease{l}, time.Now().Add(30*time.Millisecond))
+	require.NoError(t, valid.Err())
+	select {
+	case <-valid.Done():
+	case <-time.After(2 * time.Second):
+		t.Fatal("Done not closed at the validity's end")
+	}
+	require.ErrorIs(t, valid.Err(), ErrLockLost)
+	require.NoError(t, l.Err(), "the part itself is still held")
+	require.NoError(t, valid.Unlock(ctx))
+}

@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
-	"sync"
 	"time"
 )
 
@@ -79,7 +77,7 @@ func (m *MultiLock) take(ctx context.Context, lock func(context.Context, *Mutex)
 		}
 		leases = append(leases, l)
 	}
-	return newMultiLease(leases), nil
+	return newMultiLease(leases, time.Time{}), nil
 }
 
 // giveBackAll unlocks leases, the last first, ignoring errors: a part that
@@ -93,17 +91,33 @@ func giveBackAll(ctx context.Context, leases []*Lease) {
 }
 
 // MultiLease is the acquisition of a MultiLock or a RedLock: the leases of its
-// parts, given back together. Done is closed as soon as any part's lease ends.
+// parts, given back together. It ends as soon as any part's lease ends, or, for
+// a RedLock with a fixed lease, when its validity ends (ValidUntil).
 type MultiLease struct {
 	parts      []*Lease
-	validUntil time.Time // RedLock with a fixed lease: the end of its validity
-
-	once sync.Once
-	done chan struct{} // made by the first Done call
+	validUntil time.Time   // RedLock with a fixed lease: the end of its validity
+	timer      *time.Timer // ends the lease at validUntil
+	ended      ending
 }
 
-func newMultiLease(parts []*Lease) *MultiLease {
-	return &MultiLease{parts: parts}
+// newMultiLease returns the lease of parts, valid until validUntil when it is
+// set; it ends with the first part that ends.
+func newMultiLease(parts []*Lease, validUntil time.Time) *MultiLease {
+	l := &MultiLease{parts: parts, validUntil: validUntil}
+	if !validUntil.IsZero() {
+		l.timer = time.AfterFunc(time.Until(validUntil), func() { l.ended.end(l.expired()) })
+		l.ended.onEnd(func(error) { l.timer.Stop() })
+	}
+	for _, p := range parts {
+		p.ended.onEnd(l.ended.end)
+	}
+	return l
+}
+
+// expired is the reason a RedLock's lease ended at its validity.
+func (l *MultiLease) expired() error {
+	return fmt.Errorf("%w: %s: the RedLock's validity ended at %v", ErrLockLost, quote(l.parts[0].Name()),
+		l.validUntil.Format(time.RFC3339Nano))
 }
 
 // ValidUntil returns, for a RedLock taken with WithLeaseTime, the end of its
@@ -115,34 +129,25 @@ func (l *MultiLease) ValidUntil() time.Time { return l.validUntil }
 // Leases returns the parts' leases, in acquisition order.
 func (l *MultiLease) Leases() []*Lease { return slices.Clone(l.parts) }
 
-// Done returns a channel closed when any part's lease ends: the parts are then
-// no longer all held.
+// Done returns a channel closed when any part's lease ends, or the RedLock's
+// validity: the parts are then no longer all held.
 func (l *MultiLease) Done() <-chan struct{} {
-	l.once.Do(func() {
-		l.done = make(chan struct{})
-		cases := make([]reflect.SelectCase, len(l.parts))
-		for i, p := range l.parts {
-			cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(p.Done())}
-		}
-		// Every part's Done closes at the latest when its client is closed, so
-		// this goroutine ends.
-		go func() {
-			reflect.Select(cases)
-			close(l.done)
-		}()
-	})
-	return l.done
+	l.Err() // the parts' and the validity's deadlines, checked now
+	return l.ended.Done()
 }
 
-// Err returns nil while every part is held, else why the first part to end
-// ended (ErrUnlocked, ErrLockLost, ErrClosed).
+// Err returns nil while every part is held (and, for a RedLock with a fixed
+// lease, before ValidUntil), else why the first part to end ended (ErrUnlocked,
+// ErrLockLost, ErrUnlockUnconfirmed, ErrClosed). Like Lease.Err it is never nil
+// past a deadline.
 func (l *MultiLease) Err() error {
 	for _, p := range l.parts {
-		if err := p.Err(); err != nil {
-			return err
-		}
+		p.Err() // ends a part past its deadline, which ends l
 	}
-	return nil
+	if !l.validUntil.IsZero() && !time.Now().Before(l.validUntil) {
+		l.ended.end(l.expired())
+	}
+	return l.ended.Err()
 }
 
 // Unlock gives back every part, the last taken first, and returns their errors
@@ -153,7 +158,7 @@ func (l *MultiLease) Unlock(ctx context.Context) error {
 	var errs []error
 	for i := len(l.parts) - 1; i >= 0; i-- {
 		p := l.parts[i]
-		if errors.Is(p.Err(), ErrUnlocked) {
+		if errors.Is(p.ended.Err(), ErrUnlocked) {
 			continue
 		}
 		if err := p.Unlock(ctx); err != nil {

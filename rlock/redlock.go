@@ -104,11 +104,11 @@ func (r *RedLock) round(ctx context.Context, lo lockOptions) (*MultiLease, error
 	leases, errs := r.tryAll(ctx, lo, min(max(lease/20, 10*time.Millisecond), time.Second))
 	validity := lease - time.Since(start) - (lease/100 + 2*time.Millisecond)
 	if len(leases) > len(r.parts)/2 && validity > 0 {
-		l := newMultiLease(leases)
+		var validUntil time.Time
 		if lo.leaseTime > 0 {
-			l.validUntil = start.Add(validity)
+			validUntil = start.Add(validity)
 		}
-		return l, nil
+		return newMultiLease(leases, validUntil), nil
 	}
 	giveBackAll(context.WithoutCancel(ctx), leases)
 	if err := ctx.Err(); err != nil {

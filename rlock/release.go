@@ -71,14 +71,15 @@ func (c *Client) resend(ctx context.Context, l *Lease, a lua.ReleaseArgs) error 
 	defer c.mu.Unlock()
 	switch {
 	case err != nil:
-		u := *l.err.(*UnlockUnconfirmedError)
+		u := *l.ended.Err().(*UnlockUnconfirmedError)
 		u.Err = err
 		return &u
 	case r.Outcome == lua.NotHeld:
 		l.resend = nil
 		return fmt.Errorf("%w: %s: the lock expired before the retried Unlock", ErrNotHeld, quote(l.h.e.name))
 	}
-	l.resend, l.err = nil, ErrUnlocked
+	l.resend = nil
+	l.ended.restate(ErrUnlocked)
 	return nil
 }
 
@@ -106,11 +107,11 @@ func (c *Client) prepareRelease(l *Lease, publish string) (lua.ReleaseArgs, *wai
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h := l.h
-	switch {
-	case errors.Is(l.err, ErrClosed) || errors.Is(l.err, ErrUnlockUnconfirmed):
-		return lua.ReleaseArgs{}, nil, l.err // it says what became of the hold
-	case l.err != nil:
-		return lua.ReleaseArgs{}, nil, fmt.Errorf("%w: %s: %w", ErrNotHeld, quote(h.e.name), l.err)
+	switch ended := l.ended.Err(); {
+	case errors.Is(ended, ErrClosed) || errors.Is(ended, ErrUnlockUnconfirmed):
+		return lua.ReleaseArgs{}, nil, ended // it says what became of the hold
+	case ended != nil:
+		return lua.ReleaseArgs{}, nil, fmt.Errorf("%w: %s: %w", ErrNotHeld, quote(h.e.name), ended)
 	}
 	a := lua.ReleaseArgs{
 		Lock: h.e.lk.Lock, Field: h.field, Expected: h.count, Levels: 1, Latch: h.e.lk.NewLatch(),

@@ -1,0 +1,78 @@
+package rlock
+
+import "sync"
+
+// ending is how a handle that ends once ends (a Lease, a MultiLease, the permit
+// handles to come): a channel closed at the end, made on demand since most
+// callers never ask for it, the reason, and whom to tell. It is safe for
+// concurrent use and has its own mutex, taken after any other lock of the
+// package.
+type ending struct {
+	mu     sync.Mutex
+	done   chan struct{}
+	err    error
+	notify []func(error)
+}
+
+// Done returns the channel closed at the end.
+func (e *ending) Done() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.done == nil {
+		e.done = make(chan struct{})
+		if e.err != nil {
+			close(e.done)
+		}
+	}
+	return e.done
+}
+
+// Err returns nil until the end, then why.
+func (e *ending) Err() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.err
+}
+
+// end ends e with err (not nil), once: the first reason stands. It then calls
+// the functions given to onEnd, without e's mutex held.
+func (e *ending) end(err error) {
+	e.mu.Lock()
+	if e.err != nil {
+		e.mu.Unlock()
+		return
+	}
+	e.err = err
+	if e.done != nil {
+		close(e.done)
+	}
+	notify := e.notify
+	e.notify = nil
+	e.mu.Unlock()
+	for _, f := range notify {
+		f(err)
+	}
+}
+
+// restate replaces the reason of an ended e: an Unlock that was not confirmed,
+// and then was (Lease.Unlock called again).
+func (e *ending) restate(err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.err != nil {
+		e.err = err
+	}
+}
+
+// onEnd calls f with the reason when e ends, at once if it has.
+func (e *ending) onEnd(f func(error)) {
+	e.mu.Lock()
+	if e.err == nil {
+		e.notify = append(e.notify, f)
+		e.mu.Unlock()
+		return
+	}
+	err := e.err
+	e.mu.Unlock()
+	f(err)
+}
