@@ -60,12 +60,11 @@ func TestLeaseErrAtDeadline(t *testing.T) {
 // A MultiLease ends with its first part, and a RedLock's with its validity,
 // whichever comes first; Err is never nil past either.
 func TestMultiLeaseEnding(t *testing.T) {
-	f := newFakeLock()
-	c := newFakeClient(t, f)
 	ctx := testCtx(t)
+	c := newFakeClient(t, newFakeLock()) // a fake serves one lock: one client per part
 	a, err := c.NewMutex("multi-a").TryLock(ctx)
 	require.NoError(t, err)
-	b, err := c.NewMutex("multi-b").TryLock(ctx)
+	b, err := newFakeClient(t, newFakeLock()).NewMutex("multi-b").TryLock(ctx)
 	require.NoError(t, err)
 	ml := newMultiLease([]*Lease{a, b}, time.Time{})
 	done := ml.Done()
@@ -80,7 +79,7 @@ func TestMultiLeaseEnding(t *testing.T) {
 	require.NoError(t, ml.Unlock(ctx), "the part still held is given back")
 	require.ErrorIs(t, a.Err(), ErrUnlocked)
 
-	l, err := c.NewMutex("multi-c").TryLock(ctx)
+	l, err := newFakeClient(t, newFakeLock()).NewMutex("multi-c").TryLock(ctx)
 	require.NoError(t, err)
 	valid := newMultiLease([]*Lease{l}, time.Now().Add(30*time.Millisecond))
 	require.NoError(t, valid.Err())
