@@ -123,7 +123,7 @@ func (l *Lock) Layout() Layout { return l.layout }
 func (l *Lock) Channel() string { return l.channel }
 
 // ReadTimeouts returns the prefix of a read hold's timeout keys (see
-// ReadTimeoutName) for the watchdog; "" for the other layouts.
+// ReadTimeoutName), a read hold's Renewal.Prefix; "" for the other layouts.
 func (l *Lock) ReadTimeouts() string {
 	if l.layout != LayoutRead {
 		return ""

@@ -13,25 +13,86 @@ var renewSrc string
 
 var renewScript = redis.NewScript(renewSrc)
 
-// Renewal is one hold the watchdog renews: the owner's field in the lock key,
-// and for a read hold of a read/write lock its timeout keys' prefix
-// (Lock.ReadTimeouts; "" for the other holds).
+// RenewalKind is what a Renewal extends.
+type RenewalKind uint8
+
+// The kinds of renewal.
+const (
+	// RenewLockHold is a lock hold (Redisson's LockTask, protocol §2.4): Member
+	// is the owner's field in the hash Key, the lock's name; a renewal sets
+	// Key's time to live to the lease.
+	RenewLockHold RenewalKind = iota
+	// RenewReadHold is a read hold of a read/write lock (Redisson's
+	// ReadLockTask): Member is the owner's field in the hash Key, Prefix the
+	// prefix of the hold's timeout keys (see ReadTimeoutName); a renewal sets
+	// each of the hold's timeout keys to the lease, and Key to the longer of its
+	// own time to live and the lease.
+	RenewReadHold
+	// RenewPermit is a permit of a permit-expirable semaphore (protocol §1.9,
+	// §2.12), which Redisson never renews: Member is the permit id (16 raw
+	// bytes) in the sorted set Key (PermitTimeoutsName), whose score is the
+	// permit's expiry in epoch ms on the client's clock. A renewal sets the
+	// score to now + lease, now being the client's clock at the batch's send
+	// time, if the permit is still a member and not expired (a score above now;
+	// Redisson reclaims a permit whose score is not). The semaphore's other keys
+	// are not touched: nothing is published, nothing is reclaimed.
+	RenewPermit
+)
+
+// kindArg is k as renew.lua takes it.
+func (k RenewalKind) kindArg() string {
+	switch k {
+	case RenewLockHold:
+		return "lock"
+	case RenewReadHold:
+		return "read"
+	case RenewPermit:
+		return "permit"
+	}
+	return "unknown"
+}
+
+// Renewal is one hold the watchdog renews: its kind, its key, its member in
+// the key, and for a read hold the prefix of its timeout keys. Lock.Renewal
+// and PermitRenewal build them.
 type Renewal struct {
-	Key, Field, ReadTimeouts string
+	Kind   RenewalKind
+	Key    string // the lock's hash; a permit's sorted set
+	Member string // the owner's field in the hash; the permit's id in the sorted set
+	Prefix string // RenewReadHold: the read timeout keys' prefix; "" otherwise
+}
+
+// Renewal returns the renewal of the hold of the owner field on the lock l: a
+// read hold with its timeout keys for the read side of a read/write lock, a
+// lock hold for the others.
+func (l *Lock) Renewal(field string) Renewal {
+	if l.layout == LayoutRead {
+		return Renewal{Kind: RenewReadHold, Key: l.name, Member: field, Prefix: readTimeoutPrefix(l.name)}
+	}
+	return Renewal{Kind: RenewLockHold, Key: l.name, Member: field}
+}
+
+// PermitRenewal returns the renewal of the permit id (16 raw bytes) of the
+// permit-expirable semaphore name.
+func PermitRenewal(name, id string) Renewal {
+	return Renewal{Kind: RenewPermit, Key: PermitTimeoutsName(name), Member: id}
 }
 
 // RenewCmd queues, as EVALSHA on a pipeline, the extension to lease of every hold
-// still in Redis (renew.lua): the watchdog sends many batches in one round trip.
-// All keys of one batch must share one hash slot. Read the reply with RenewResult
-// after Exec; a NOSCRIPT error (see IsNoScript) means the script must be loaded
-// (LoadRenew) and the batch sent again.
-func RenewCmd(ctx context.Context, p redis.Pipeliner, holds []Renewal, lease time.Duration) *redis.Cmd {
+// still in Redis, of any kind (renew.lua): the watchdog sends many batches in
+// one round trip. now is the client's wall clock at the send (a permit's new
+// expiry is now + lease, in epoch ms). All keys of one batch must share one hash
+// slot. Read the reply with RenewResult after Exec; a NOSCRIPT error (see
+// IsNoScript) means the script must be loaded (LoadRenew) and the batch sent
+// again.
+func RenewCmd(ctx context.Context, p redis.Pipeliner, holds []Renewal, now time.Time, lease time.Duration) *redis.Cmd {
 	keys := make([]string, len(holds))
-	args := make([]any, 0, 2*len(holds)+1)
-	args = append(args, millis(lease))
+	ms, at := millis(lease), now.UnixMilli()
+	args := make([]any, 0, 3*len(holds)+3)
+	args = append(args, ms, at, at+ms)
 	for i, h := range holds {
 		keys[i] = h.Key
-		args = append(args, h.Field, h.ReadTimeouts)
+		args = append(args, h.Kind.kindArg(), h.Member, h.Prefix)
 	}
 	return renewScript.EvalSha(ctx, p, keys, args...)
 }

@@ -174,7 +174,7 @@ func (c *Client) grant(o *owner, lk *lockDef, a lua.AcquireArgs, lo lockOptions,
 	h.leases = append(h.leases, l)
 	deadline := sent.Add(a.Lease.Duration())
 	if h.wd == nil {
-		r := lua.Renewal{Key: e.name, Field: h.field.String(), ReadTimeouts: lk.ReadTimeouts()}
+		r := lk.Renewal(h.field.String())
 		h.wd = c.wd.Watch(r, deadline, h.renewed(), c.onLost(h))
 	} else {
 		h.wd.Update(deadline, h.renewed())

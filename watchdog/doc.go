@@ -1,19 +1,23 @@
-// Package watchdog is a building block of package rlock: it keeps lock holds
-// alive and tells their holders when a hold is lost. Applications use rlock,
+// Package watchdog is a building block of package rlock: it keeps holds alive
+// (lock holds, read holds of read/write locks, and permits of a
+// permit-expirable semaphore: lua.RenewalKind) and tells their holders when a
+// hold is lost. Applications use rlock,
 // whose Client runs one Watchdog for all its locks (see rlock.Lease.Done and
 // rlock.WithOnLost), and never this package directly.
 //
 // One Watchdog serves every hold of one client with one goroutine, as etcd's
 // session keeps one lease alive for many mutexes. A hold taken without an explicit
 // lease is renewed every Interval (Timeout/3 by default) back to Timeout: the
-// renewals of all holds are batched, at most BatchSize locks per script call and
-// never two hash slots in one call, and all batches of a round are sent in one
-// pipelined round trip. A hold taken with a fixed lease is not renewed, only
+// renewals of all holds, of every kind, are batched, at most BatchSize holds per
+// script call (lua.RenewCmd) and never two hash slots in one call, and all
+// batches of a round are sent in one pipelined round trip. A hold taken with a fixed lease is not renewed, only
 // watched until its deadline.
 //
 // A hold is declared lost, and its OnLost callback runs once, when
 //   - a renewal finds that the lock no longer has the owner's field (deleted,
-//     expired, force-unlocked or taken over): ErrGone; or
+//     expired, force-unlocked or taken over), or that the semaphore no longer
+//     has the permit, or has it expired (released, reclaimed, deleted):
+//     ErrGone; or
 //   - its deadline passes with no renewal confirmed: ErrNotRenewed for renewed
 //     holds, ErrLeaseEnded for fixed leases. The deadline is the send time of the
 //     last confirmed acquire or renewal plus the lease, on the local monotonic
@@ -27,5 +31,6 @@
 // Registration is synchronous: Watch returns a Hold that the next round renews, and
 // after Stop returns no later round includes it and OnLost is not called. A renewal
 // already in flight can still reach Redis after Stop; it is harmless because it
-// extends a lock only while the owner's field is still there.
+// extends a lock only while the owner's field is still there, and a permit only
+// while it is still held.
 package watchdog

@@ -14,7 +14,9 @@ import (
 
 // Reasons passed to a hold's OnLost callback.
 var (
-	// ErrGone: a renewal found the lock without the owner's field.
+	// ErrGone: a renewal found the hold gone: the lock without the owner's
+	// field, or the semaphore without the permit (released, reclaimed once
+	// expired, or deleted).
 	ErrGone = errors.New("watchdog: the lock no longer has this owner")
 	// ErrNotRenewed: no renewal was confirmed before the hold's deadline.
 	ErrNotRenewed = errors.New("watchdog: no renewal confirmed before the lease ran out")
@@ -30,11 +32,11 @@ const (
 
 // Options configure a Watchdog. The zero value gives Redisson's defaults.
 type Options struct {
-	// Timeout is the lease a renewal gives a lock. Default: DefaultTimeout.
+	// Timeout is the lease a renewal gives a hold. Default: DefaultTimeout.
 	Timeout time.Duration
 	// Interval is the time between renewal rounds. Default: Timeout/3.
 	Interval time.Duration
-	// BatchSize is the largest number of locks renewed by one script call.
+	// BatchSize is the largest number of holds renewed by one script call.
 	// Default: DefaultBatchSize.
 	BatchSize int
 	// Logger receives renewal errors. Default: none.
@@ -61,9 +63,10 @@ type Watchdog struct {
 	done   chan struct{}
 }
 
-// Hold is one watched lock hold. Its fields are read-only after Watch.
+// Hold is one watched hold: of a lock, a read lock, or a permit. Its fields
+// are read-only after Watch.
 type Hold struct {
-	lua.Renewal             // the lock's name, the owner's field, a read hold's timeout keys
+	lua.Renewal             // what is renewed: the kind, the key, the member in it
 	OnLost      func(error) // called once, on the watchdog's goroutine, if the hold is lost
 	w           *Watchdog
 	renew       bool      // renewed by the watchdog; else a fixed lease
@@ -97,9 +100,10 @@ func New(rdb redis.UniversalClient, opts Options) *Watchdog {
 	return w
 }
 
-// Watch registers the hold r (a field on a lock key, and for a read hold of a
-// read/write lock its timeout keys) whose lock expires at deadline (the send
-// time of the acquire plus its lease). With renew set, the watchdog renews it every
+// Watch registers the hold r (a field on a lock key, a read hold of a
+// read/write lock with its timeout keys, or a permit in a semaphore's sorted
+// set: see lua.RenewalKind) that expires at deadline (the send time of the
+// acquire plus its lease). With renew set, the watchdog renews it every
 // Interval; otherwise it only watches the deadline. onLost is called at most once,
 // without any watchdog lock held. After Close, Watch returns a hold that is never
 // renewed nor reported.
@@ -118,8 +122,8 @@ func (w *Watchdog) Watch(r lua.Renewal, deadline time.Time, renew bool, onLost f
 	return h
 }
 
-// Update changes a hold after the lock's lease was set again (a reentrant acquire
-// or a partial release): its new deadline and whether it is renewed.
+// Update changes a hold after its lease was set again (a reentrant acquire or a
+// partial release of a lock): its new deadline and whether it is renewed.
 func (h *Hold) Update(deadline time.Time, renew bool) {
 	w := h.w
 	w.mu.Lock()
@@ -295,7 +299,7 @@ func (w *Watchdog) round() {
 	sent := time.Now()
 	ctx, cancel := context.WithTimeout(w.ctx, w.opts.Interval)
 	defer cancel()
-	results := w.send(ctx, batches)
+	results := w.send(ctx, batches, sent)
 
 	var lost []*Hold
 	w.mu.Lock()
@@ -329,9 +333,11 @@ type batchResult struct {
 	err error
 }
 
-// send runs the batches in one pipelined round trip. When the server lost its
-// script cache (NOSCRIPT), it loads the script and sends the pipeline once more.
-func (w *Watchdog) send(ctx context.Context, batches [][]*Hold) []batchResult {
+// send runs the batches in one pipelined round trip, with sent as the clock of
+// the renewals (a permit's new expiry is sent plus Timeout). When the server
+// lost its script cache (NOSCRIPT), it loads the script and sends the pipeline
+// once more.
+func (w *Watchdog) send(ctx context.Context, batches [][]*Hold, sent time.Time) []batchResult {
 	holds := make([][]lua.Renewal, len(batches))
 	for i, b := range batches {
 		for _, h := range b {
@@ -343,7 +349,7 @@ func (w *Watchdog) send(ctx context.Context, batches [][]*Hold) []batchResult {
 		pipe := w.rdb.Pipeline()
 		cmds := make([]*redis.Cmd, len(batches))
 		for i := range batches {
-			cmds[i] = lua.RenewCmd(ctx, pipe, holds[i], w.opts.Timeout)
+			cmds[i] = lua.RenewCmd(ctx, pipe, holds[i], sent, w.opts.Timeout)
 		}
 		_, _ = pipe.Exec(ctx)
 		noScript := false
@@ -358,8 +364,8 @@ func (w *Watchdog) send(ctx context.Context, batches [][]*Hold) []batchResult {
 	}
 	for i, r := range out {
 		if r.err != nil && w.opts.Logger != nil && ctx.Err() == nil {
-			w.opts.Logger.Warn("watchdog: lock renewal failed; retrying next round",
-				"locks", len(holds[i]), "error", r.err)
+			w.opts.Logger.Warn("watchdog: renewal failed; retrying next round",
+				"holds", len(holds[i]), "error", r.err)
 		}
 	}
 	return out

@@ -16,7 +16,7 @@ func TestWatchRightAfterNewReportsAtDeadline(t *testing.T) {
 	w := New(rdb, Options{Timeout: 30 * time.Second})
 	defer w.Close()
 	lost := make(chan error, 1)
-	w.Watch(lua.Renewal{Key: "k", Field: "f"}, time.Now().Add(100*time.Millisecond), false, func(err error) { lost <- err })
+	w.Watch(lua.Renewal{Key: "k", Member: "f"}, time.Now().Add(100*time.Millisecond), false, func(err error) { lost <- err })
 	select {
 	case err := <-lost:
 		if err != ErrLeaseEnded {
