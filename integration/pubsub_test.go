@@ -5,9 +5,19 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/integration/redistest"
+	"github.com/holdfast-go/holdfast/lua"
 	"github.com/holdfast-go/holdfast/pubsub"
 	"github.com/stretchr/testify/require"
 )
+
+// lockWake is the locks' wake policy (rlock's): lua.WakeAllMessage ("1") wakes
+// every subscription, any other message ("0") one.
+func lockWake(payload string) int {
+	if payload == lua.WakeAllMessage {
+		return pubsub.All
+	}
+	return 1
+}
 
 func hubRecv(t *testing.T, s *pubsub.Subscription) bool {
 	t.Helper()
@@ -36,9 +46,9 @@ func TestHubTokens(t *testing.T) {
 	ctx := testCtx(t, 30*time.Second)
 	ch := redistest.Name(t)
 
-	a, err := hub.Subscribe(ctx, ch)
+	a, err := hub.Subscribe(ctx, ch, lockWake)
 	require.NoError(t, err)
-	b, err := hub.Subscribe(ctx, ch)
+	b, err := hub.Subscribe(ctx, ch, lockWake)
 	require.NoError(t, err)
 	select {
 	case <-a.Confirmed():
@@ -105,9 +115,9 @@ func TestHubReconnectWakesEveryone(t *testing.T) {
 	t.Cleanup(func() { _ = hub.Close() })
 	ctx := testCtx(t, 30*time.Second)
 	ch1, ch2 := redistest.Name(t), redistest.Name(t)
-	s1, err := hub.Subscribe(ctx, ch1)
+	s1, err := hub.Subscribe(ctx, ch1, lockWake)
 	require.NoError(t, err)
-	s2, err := hub.Subscribe(ctx, ch2)
+	s2, err := hub.Subscribe(ctx, ch2, lockWake)
 	require.NoError(t, err)
 	<-s1.Confirmed()
 	<-s2.Confirmed()

@@ -10,14 +10,21 @@
 // time, so that a lock taken and released in a tight loop does not make the client
 // SUBSCRIBE and UNSUBSCRIBE on every cycle; after that the hub unsubscribes.
 //
-// Wake-ups are tokens, not edges. A message "0" (a lock was released) gives one
-// token to one subscription of this client; "1" (for read/write locks) gives one
-// to every subscription. A token that finds no subscription with room is banked on
-// the channel and handed to the next subscription that asks with Ready, so a
-// message that arrives before a waiter starts to sleep is not lost. When the
+// Wake-ups are tokens, not edges, and the subscriber decides how many a message
+// gives: each Subscribe names a WakePolicy, a function from a message's payload
+// to the number of subscriptions it wakes (All for every one). The hub reads no
+// payload itself. A message gives one token to each of up to that many
+// subscriptions of the channel (oldest first) that have room for one; what is
+// left is banked on the channel, at most one token per subscription, and handed
+// to the next subscription that asks with Ready, so a message that arrives before
+// a waiter starts to sleep is not lost. All gives every subscription a token and
+// banks nothing; a policy's 0 or less wakes none. (For example rlock's policy
+// wakes one waiter per lock release and every waiter when a read/write lock's
+// write side is released: that rule is rlock's, not this package's.) When the
 // subscriber connection is re-established (go-redis reconnects and re-subscribes
-// by itself) every subscription of every channel gets a token, because messages
-// published during the gap are gone and every waiter must check the lock again.
+// by itself) every subscription of every channel gets a token, whatever its
+// policy, because messages published during the gap are gone and every waiter
+// must look again.
 //
 // The dispatcher goroutine never blocks on a waiter: it only moves tokens under a
 // mutex. Pub/sub delivery is at most once, so waiters must also bound every wait

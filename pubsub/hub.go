@@ -3,6 +3,7 @@ package pubsub
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"time"
 
@@ -11,6 +12,24 @@ import (
 
 // ErrClosed is returned by Subscribe after the hub was closed.
 var ErrClosed = errors.New("pubsub: hub closed")
+
+// WakePolicy is a subscriber's rule for its channel's messages: how many
+// subscriptions of this hub on the channel a message with this payload wakes.
+// All wakes every one; n <= 0 wakes none and banks nothing. The hub reads no
+// payload itself: what a payload means is the subscriber's business (a lock
+// wakes one waiter per release, a read/write lock's write release wakes all).
+//
+// The hub calls the policy once per message, on its dispatcher goroutine and
+// with its lock held: it must be quick, must not block and must not call the
+// hub.
+type WakePolicy func(payload string) int
+
+// All is what a WakePolicy returns for a message that wakes every subscription
+// of the channel.
+const All = math.MaxInt
+
+// errNoPolicy is returned by Subscribe and SSubscribe given a nil WakePolicy.
+var errNoPolicy = errors.New("pubsub: nil wake policy")
 
 // DefaultLinger is how long a channel stays subscribed after its last subscription
 // was closed, when Options.Linger is zero.
@@ -78,6 +97,7 @@ func New(rdb redis.UniversalClient, opts Options) *Hub {
 type Subscription struct {
 	h      *Hub
 	e      *entry
+	wake   WakePolicy
 	token  chan struct{} // one wake-up, buffered
 	closed bool
 }
@@ -86,8 +106,16 @@ type Subscription struct {
 // is not subscribed yet. It does not wait for the server's confirmation: select
 // on Confirmed for that. If the SUBSCRIBE cannot be sent now, go-redis sends it
 // again when it reconnects, and Confirmed closes then.
-func (h *Hub) Subscribe(ctx context.Context, channel string) (*Subscription, error) {
-	return h.subscribe(ctx, channel, "")
+//
+// wake (not nil) says how many subscriptions of channel a message wakes. The
+// subscriptions of one channel are meant to share one policy, since a channel
+// carries one kind of object's messages. If they do not, a message follows the
+// policy of the channel's oldest open subscription (the first to join among
+// those still open), whatever the others were given; when that one closes, the
+// next oldest's policy applies. A re-subscription after a reconnect wakes every
+// subscription, whatever the policy.
+func (h *Hub) Subscribe(ctx context.Context, channel string, wake WakePolicy) (*Subscription, error) {
+	return h.subscribe(ctx, channel, "", wake)
 }
 
 // SSubscribe joins the subscription of the shard channel channel (Redis 7+ on a
@@ -95,8 +123,11 @@ func (h *Hub) Subscribe(ctx context.Context, channel string) (*Subscription, err
 // that owns channel's slot, shared by every shard channel of that shard. It
 // returns an error only when the cluster's layout cannot be read; otherwise, as
 // Subscribe, it does not wait, and the shard's feed keeps subscribing until
-// Confirmed closes.
-func (h *Hub) SSubscribe(ctx context.Context, channel string) (*Subscription, error) {
+// Confirmed closes. wake is as for Subscribe.
+func (h *Hub) SSubscribe(ctx context.Context, channel string, wake WakePolicy) (*Subscription, error) {
+	if wake == nil {
+		return nil, errNoPolicy
+	}
 	cc, ok := h.rdb.(*redis.ClusterClient)
 	if !ok {
 		return nil, errors.New("pubsub: shard channels need a *redis.ClusterClient")
@@ -105,31 +136,24 @@ func (h *Hub) SSubscribe(ctx context.Context, channel string) (*Subscription, er
 	if err != nil {
 		return nil, err
 	}
-	return h.subscribe(ctx, channel, m.Options().Addr)
+	return h.subscribe(ctx, channel, m.Options().Addr, wake)
 }
 
 // subscribe joins channel: a classic channel when shard is "", else a shard
 // channel of the shard whose primary is at shard.
-func (h *Hub) subscribe(ctx context.Context, channel, shard string) (*Subscription, error) {
+func (h *Hub) subscribe(ctx context.Context, channel, shard string, wake WakePolicy) (*Subscription, error) {
 	h.mu.Lock()
-	if h.closed {
+	s, fresh, err := h.join(channel, wake)
+	if err != nil {
 		h.mu.Unlock()
-		return nil, ErrClosed
+		return nil, err
 	}
 	h.startSweeper()
-	e, ok := h.entries[channel]
-	if !ok {
-		e = &entry{channel: channel, confirmed: make(chan struct{})}
-		h.entries[channel] = e
-	}
-	s := &Subscription{h: h, e: e, token: make(chan struct{}, 1)}
-	e.subs = append(e.subs, s)
-	e.idleSince = time.Time{}
 	var ps *redis.PubSub
 	switch {
-	case ok:
+	case !fresh:
 	case shard != "":
-		h.carry(e, shard)
+		h.carry(s.e, shard)
 	default:
 		ps = h.classic(ctx)
 	}
@@ -141,6 +165,27 @@ func (h *Hub) subscribe(ctx context.Context, channel, shard string) (*Subscripti
 		_ = ps.Subscribe(ctx, channel)
 	}
 	return s, nil
+}
+
+// join adds a subscription with the policy wake to channel's entry, making the
+// entry (fresh) if the hub has none: the bookkeeping of a subscribe, without
+// the connection. h.mu must be held.
+func (h *Hub) join(channel string, wake WakePolicy) (s *Subscription, fresh bool, err error) {
+	switch {
+	case wake == nil:
+		return nil, false, errNoPolicy
+	case h.closed:
+		return nil, false, ErrClosed
+	}
+	e, ok := h.entries[channel]
+	if !ok {
+		e = &entry{channel: channel, confirmed: make(chan struct{})}
+		h.entries[channel] = e
+	}
+	s = &Subscription{h: h, e: e, wake: wake, token: make(chan struct{}, 1)}
+	e.subs = append(e.subs, s)
+	e.idleSince = time.Time{}
+	return s, !ok, nil
 }
 
 // classic returns the classic subscriber connection, opening it and starting
@@ -279,7 +324,7 @@ func (h *Hub) dispatch(in <-chan any) {
 	for m := range in {
 		switch m := m.(type) {
 		case *redis.Message:
-			h.deliver(m.Channel, m.Payload == "1")
+			h.message(m)
 		case *redis.Subscription:
 			if m.Kind == "subscribe" {
 				h.subscribed(m.Channel)
@@ -307,26 +352,43 @@ func (h *Hub) sweeper() {
 	}
 }
 
-// deliver gives a token to the first subscription of channel that has room, or to
-// all of them when all is set; a token that finds no room is banked.
-func (h *Hub) deliver(channel string, all bool) {
+// message delivers a message of a classic or shard channel.
+func (h *Hub) message(m *redis.Message) { h.deliver(m.Channel, m.Payload) }
+
+// deliver hands out the wake-ups of a message with payload on channel, as many
+// as the policy of the channel's oldest subscription says. A channel the hub
+// does not know, or one without subscriptions, gets nothing.
+func (h *Hub) deliver(channel, payload string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e := h.entries[channel]
-	if e == nil {
+	if e == nil || len(e.subs) == 0 {
 		return
 	}
+	e.wake(e.subs[0].wake(payload))
+}
+
+// wake gives a token to each of the first n subscriptions of e (oldest first)
+// that have room, and banks what is left of n for the next Ready, at most one
+// token per subscription in all. n == All gives one to every subscription with
+// room and banks nothing (every subscription then holds a token); n <= 0 does
+// nothing. h.mu must be held.
+func (e *entry) wake(n int) {
+	all := n == All
 	for _, s := range e.subs {
+		if n <= 0 {
+			return
+		}
 		select {
 		case s.token <- struct{}{}:
 			if !all {
-				return
+				n--
 			}
 		default:
 		}
 	}
-	if !all && e.permits < len(e.subs) {
-		e.permits++
+	if !all && n > 0 {
+		e.permits += min(n, max(len(e.subs)-e.permits, 0))
 	}
 }
 
@@ -335,16 +397,15 @@ func (h *Hub) deliver(channel string, all bool) {
 // may have been lost and every subscription is woken.
 func (h *Hub) subscribed(channel string) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	e := h.entries[channel]
-	if e != nil && !e.isConfirm {
+	switch {
+	case e == nil:
+	case !e.isConfirm:
 		e.isConfirm = true
 		close(e.confirmed)
-		h.mu.Unlock()
-		return
-	}
-	h.mu.Unlock()
-	if e != nil {
-		h.deliver(channel, true)
+	default:
+		e.wake(All)
 	}
 }
 

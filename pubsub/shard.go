@@ -173,7 +173,7 @@ func (f *shardFeed) handle(ctx context.Context, c *shardConn, r received) verdic
 			}
 		}
 	case *redis.Message:
-		f.h.deliver(m.Channel, m.Payload == "1")
+		f.h.message(m)
 	}
 	c.pinged = false
 	return keep

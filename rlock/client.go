@@ -95,7 +95,7 @@ func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 			if c.shardedPubSub(ctx) {
 				subscribe = c.hub.SSubscribe
 			}
-			s, err := subscribe(ctx, channel)
+			s, err := subscribe(ctx, channel, lockWake)
 			if err != nil {
 				return nil, err
 			}
@@ -323,4 +323,16 @@ func retryWindow(rdb redis.UniversalClient) time.Duration {
 	}
 	w := time.Duration(max(retries, 0)+1)*(timeout+max(backoff, 0)) + time.Second
 	return min(w, 5*time.Minute)
+}
+
+// lockWake is the locks' wake policy for their release channels (Redisson's):
+// lua.WakeAllMessage, published when the write side of a read/write lock is
+// released or force-unlocked (readers may then all proceed), wakes every
+// waiter of this client on the channel; any other message (lua.UnlockMessage)
+// wakes one.
+func lockWake(payload string) int {
+	if payload == lua.WakeAllMessage {
+		return pubsub.All
+	}
+	return 1
 }
