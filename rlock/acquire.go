@@ -15,8 +15,8 @@ import (
 // an error matching ErrNotAcquired and the holder's remaining lease (-1: none).
 func (c *Client) attempt(ctx context.Context, o *owner, lk *lockDef, lo lockOptions) (*Lease, time.Duration, error) {
 	name := lk.Name()
-	o.begin(lockRef{c, name})
-	defer o.end(lockRef{c, name})
+	o.begin(lockRef{c.id, name})
+	defer o.end(lockRef{c.id, name})
 	c.mu.Lock()
 	if c.ctx.Err() != nil {
 		c.mu.Unlock()
@@ -134,6 +134,19 @@ func (c *Client) acquireArgs(lk *lockDef, o *owner, lo lockOptions) lua.AcquireA
 		}
 	}
 	return a
+}
+
+// field returns the Redis hash field of an owner of this client,
+// "<client id>:<owner id>".
+func (c *Client) field(o *owner) lua.Text { return o.field(c.id) }
+
+// fieldOf returns the field of an owner of this client in the lock lk: field,
+// or "<client id>:<owner id>:write" on a read/write lock's write side.
+func (c *Client) fieldOf(o *owner, lk *lockDef) lua.Text {
+	if lk.Layout() == lua.LayoutWrite {
+		return o.writeField(c.id)
+	}
+	return o.field(c.id)
 }
 
 // undoAcquire takes back an acquisition a whose outcome is unknown or unwanted:

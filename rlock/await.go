@@ -5,6 +5,13 @@ import (
 	"time"
 )
 
+// subscription is the queue's share of a release channel's subscription
+// (pubsub.Subscription; a fake in unit tests).
+type subscription interface {
+	waker
+	Close()
+}
+
 // waker is what a wait listens to between its attempts: a release channel's
 // subscription (pubsub.Subscription; several channels' merged, for a RedLock).
 type waker interface {

@@ -125,25 +125,6 @@ func isNil(rdb redis.UniversalClient) bool {
 // Redisson's client id ("node id").
 func (c *Client) ID() string { return c.id }
 
-// NewMutex returns a handle on the reentrant lock called name (Redisson's RLock
-// from getLock(name)). The handle is cheap, holds no state of its own and is safe
-// for concurrent use: create one where convenient. Any string is a valid name but
-// the empty one and those whose channel and latch keys could not share the
-// name's Redis Cluster hash slot (see below); a name with a {hash tag} keeps it
-// in Redis Cluster.
-//
-// The lock's channel and unlock latches are named from the name by Redisson's
-// rule ("redisson_lock__channel:{name}", or ":name" when the name has a '{'),
-// which keeps them in the name's slot unless the name has a '}' but no non-empty
-// {tag} at its first '{' ("a}b", "acc:{}:x") or a '{' that no '}' closes ("a{b").
-// For those, every method of the Mutex returns an error matching
-// ErrInvalidArgument that says so, on any deployment, so that a program tested
-// on one server does not fail on a cluster.
-func (c *Client) NewMutex(name string) *Mutex {
-	m := c.newMutex(name, kind{})
-	return &m
-}
-
 // Close gives back the holds still open, in one pipelined round trip bounded by
 // the release timeout (WithReleaseTimeout), which wakes their waiters in every
 // process, as etcd's Session.Close revokes its lease; then it stops the
@@ -180,7 +161,7 @@ func (c *Client) releaseHolds() {
 			if h.releasing {
 				continue // its Unlock ends it
 			}
-			h.releasing = true
+			h.beginRelease()
 			holds = append(holds, h)
 			args = append(args, lua.ReleaseArgs{Lock: e.lk.Lock, Field: h.field, Expected: h.count, Levels: h.count,
 				Latch: e.lk.NewLatch(), LatchTTL: c.latchTTL, Publish: publish, Quiet: e.lk.spin != nil})
@@ -194,7 +175,7 @@ func (c *Client) releaseHolds() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, h := range holds {
-		h.releasing, h.lostWhileReleasing = false, nil
+		h.endRelease()
 		c.endHold(h, c.closedHold(h, replies[i], errs[i]))
 	}
 }
@@ -270,19 +251,6 @@ func checkName(name string) error {
 		return fmt.Errorf("%w: lock name %s: %w", ErrInvalidArgument, quote(name), err)
 	}
 	return nil
-}
-
-// field returns the Redis hash field of an owner of this client,
-// "<client id>:<owner id>".
-func (c *Client) field(o *owner) lua.Text { return o.field(c.id) }
-
-// fieldOf returns the field of an owner of this client in the lock lk: field,
-// or "<client id>:<owner id>:write" on a read/write lock's write side.
-func (c *Client) fieldOf(o *owner, lk *lockDef) lua.Text {
-	if lk.Layout() == lua.LayoutWrite {
-		return o.writeField(c.id)
-	}
-	return o.field(c.id)
 }
 
 // honoursDeadlines reports whether rdb applies a ctx's deadline to its sockets

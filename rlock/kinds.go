@@ -36,6 +36,25 @@ var (
 	_ Locker = (*WriteMutex)(nil)
 )
 
+// NewMutex returns a handle on the reentrant lock called name (Redisson's RLock
+// from getLock(name)). The handle is cheap, holds no state of its own and is safe
+// for concurrent use: create one where convenient. Any string is a valid name but
+// the empty one and those whose channel and latch keys could not share the
+// name's Redis Cluster hash slot (see below); a name with a {hash tag} keeps it
+// in Redis Cluster.
+//
+// The lock's channel and unlock latches are named from the name by Redisson's
+// rule ("redisson_lock__channel:{name}", or ":name" when the name has a '{'),
+// which keeps them in the name's slot unless the name has a '}' but no non-empty
+// {tag} at its first '{' ("a}b", "acc:{}:x") or a '{' that no '}' closes ("a{b").
+// For those, every method of the Mutex returns an error matching
+// ErrInvalidArgument that says so, on any deployment, so that a program tested
+// on one server does not fail on a cluster.
+func (c *Client) NewMutex(name string) *Mutex {
+	m := c.newMutex(name, kind{})
+	return &m
+}
+
 // newMutex returns the handle of the lock name of kind k.
 func (c *Client) newMutex(name string, k kind) Mutex {
 	return c.newLayoutMutex(name, lua.LayoutLock, k)

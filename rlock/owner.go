@@ -99,8 +99,8 @@ func ownerFrom(ctx context.Context) *owner {
 
 // lockRef names one lock of one client.
 type lockRef struct {
-	c    *Client
-	name string
+	client string // the client's id
+	name   string
 }
 
 // begin waits until no other call of the owner on the lock is in flight, and

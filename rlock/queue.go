@@ -2,80 +2,25 @@ package rlock
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
 )
 
-// waiter is one call of Lock or TryLock waiting in a lock's queue. It waits for
-// its turn (turn is closed when it becomes the head); as the head it attempts
-// (wait.go) until it takes the lock, is handed it by a release of this client
-// (the lease arrives on grant), or gives up.
-type waiter struct {
-	o     *owner
-	lo    lockOptions
-	turn  chan struct{} // closed when the waiter becomes the head
-	wake  chan struct{} // the head should look at the lock's state again
-	grant chan *Lease   // a release handed the lock to the waiter
-}
+// The client's side of a lock's queue: what takes a round trip, or crosses
+// entries (forget). The queue's state and its transitions are the entry's
+// (entry.go).
 
-func newWaiter(o *owner, lo lockOptions) *waiter {
-	return &waiter{
-		o:     o,
-		lo:    lo,
-		turn:  make(chan struct{}),
-		wake:  make(chan struct{}, 1),
-		grant: make(chan *Lease, 1),
-	}
-}
-
-func (w *waiter) poke() {
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
-}
-
-// enqueue appends w to e's queue; a waiter that arrives at an empty queue is
-// the head at once. c.mu must be held.
-func (e *lockEntry) enqueue(w *waiter) {
-	e.queue = append(e.queue, w)
-	if len(e.queue) == 1 {
-		e.promote()
-	}
-}
-
-// promote makes queue[0] the head: it attempts at once, unless an owner of this
-// client holds the lock exclusively, in which case it waits for that hold to end
-// (its release hands over, publishes or fails, and each of these wakes the head)
-// or for its lease to run out. c.mu must be held.
-func (e *lockEntry) promote() {
-	e.attemptAt = time.Now()
-	if d, held := e.excludedUntil(); held {
-		e.attemptAt = d
-	}
-	close(e.queue[0].turn)
-}
-
-// remove takes w out of e's queue and reports whether it was there. When w was
-// the head the next waiter is promoted; when the queue empties its subscription
-// is closed. c.mu must be held.
-func (c *Client) remove(e *lockEntry, w *waiter) bool {
-	i := slices.Index(e.queue, w)
-	if i < 0 {
-		return false
-	}
-	e.queue = slices.Delete(e.queue, i, i+1)
-	switch {
-	case len(e.queue) == 0 && e.sub != nil:
-		e.sub.Close()
-		e.sub = nil
-	case i == 0 && len(e.queue) > 0:
-		e.promote()
+// remove takes w out of e's queue and reports whether it was there, and whether
+// w was to settle a hand-off of unknown outcome. It closes the queue's
+// subscription when the queue empties. c.mu must be held.
+func (c *Client) remove(e *lockEntry, w *waiter) (was, unsure bool) {
+	was, unsure, unsub := e.dequeue(w)
+	if unsub != nil {
+		unsub.Close()
 	}
 	c.forget(e)
-	return true
+	return was, unsure
 }
 
 // leave ends w's wait with err, unless a release handed w the lock first: then
@@ -83,35 +28,16 @@ func (c *Client) remove(e *lockEntry, w *waiter) bool {
 // in flight is the releaser's to give back (giveBack). c.mu must not be held.
 func (c *Client) leave(e *lockEntry, w *waiter, err error) (*Lease, error) {
 	c.mu.Lock()
-	if !c.remove(e, w) {
-		c.mu.Unlock()
+	was, unsure := c.remove(e, w)
+	c.mu.Unlock()
+	if !was {
 		return <-w.grant, nil // removed by the hand-off that sent it
 	}
-	unsure := e.unsure == w
-	if unsure {
-		e.unsure = nil
-	}
-	c.mu.Unlock()
 	if unsure {
 		// A failed release may have handed w the lock: give back what w may hold.
 		c.undoAcquire(c.acquireArgs(e.lk, w.o, w.lo))
 	}
 	return nil, err
-}
-
-// successor picks the waiter a final release of e may hand the lock to, the
-// head, and marks the hand-off in flight; nil when there is none or the head is
-// attempting or holds the lock already. c.mu must be held.
-func (e *lockEntry) successor() *waiter {
-	if len(e.queue) == 0 || e.attempting || e.handing != nil {
-		return nil
-	}
-	w := e.queue[0]
-	if e.holdOf(w.o) != nil {
-		return nil
-	}
-	e.handing = w
-	return w
 }
 
 // handedOff completes a hand-off to succ that Redis confirmed, sent at sent: the
@@ -124,21 +50,18 @@ func (e *lockEntry) successor() *waiter {
 // unknown (its acquire recognises a hold still there and renews it). c.mu must
 // be held.
 func (c *Client) handedOff(e *lockEntry, succ *waiter, sent time.Time) (giveBack *Lease) {
-	e.handing = nil
 	a := c.acquireArgs(e.lk, succ.o, succ.lo)
-	queued := slices.Contains(e.queue, succ)
-	if queued && c.ctx.Err() == nil && late(sent, a.Lease) {
-		e.unsure = succ
-		e.attemptBy(time.Now())
+	closed := c.ctx.Err() != nil
+	if !closed && late(sent, a.Lease) && e.handOffUnsure(succ) == nil {
 		return nil
 	}
 	l := c.grant(succ.o, e.lk, a, succ.lo, sent, 0)
-	if c.ctx.Err() != nil {
-		e.attemptBy(time.Now()) // succ, if still queued, leaves with ErrClosed
+	if closed {
+		e.notHandedOff(succ, time.Now()) // succ, if still queued, leaves with ErrClosed
 		return l
 	}
-	e.pace.handedOff()
-	if !c.remove(e, succ) {
+	e.handOffDone()
+	if was, _ := c.remove(e, succ); !was {
 		return l
 	}
 	succ.grant <- l
@@ -149,27 +72,6 @@ func (c *Client) handedOff(e *lockEntry, succ *waiter, sent time.Time) (giveBack
 // just come, may have expired already: its lease would be dead on arrival.
 func late(sent time.Time, lease lua.Millis) bool {
 	return !time.Now().Before(sent.Add(lease.Duration()))
-}
-
-// notHandedOff ends a hand-off to succ (nil: none was tried) that did not
-// happen, or whose outcome is unknown, and makes the head attempt by attemptAt.
-// When the outcome is unknown the lock may be succ's: its next attempt will tell
-// (an acquire recognises its own hold), and if it leaves first it gives back what
-// it may hold (leave). If succ has left already, the caller must give it back:
-// notHandedOff then returns succ. c.mu must be held.
-func (c *Client) notHandedOff(e *lockEntry, succ *waiter, attemptAt time.Time, unknown bool) (undo *waiter) {
-	if succ != nil {
-		e.handing = nil
-		switch {
-		case unknown && slices.Contains(e.queue, succ):
-			e.unsure = succ
-		case unknown:
-			undo = succ
-		}
-	}
-	e.attemptBy(attemptAt)
-	c.forget(e)
-	return undo
 }
 
 // giveBack unlocks a lease handed to a waiter that had left, and the leases of

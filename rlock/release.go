@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
@@ -20,24 +19,23 @@ func (c *Client) release(ctx context.Context, l *Lease) (*Lease, error) {
 	ctx, cancel := c.releaseContext(ctx)
 	defer cancel()
 	name := l.h.e.name
-	l.h.owner.begin(lockRef{c, name})
-	defer l.h.owner.end(lockRef{c, name})
+	l.h.owner.begin(lockRef{c.id, name})
+	defer l.h.owner.end(lockRef{c.id, name})
 	if a := c.pendingRelease(l); a != nil {
 		return nil, c.resend(ctx, l, *a)
 	}
 	publish := c.publishCommand(ctx)
 	for try := 0; ; try++ {
-		a, succ, err := c.prepareRelease(l, publish)
+		req, err := c.prepareRelease(l, publish)
 		if err != nil {
 			return nil, err
 		}
-		sent := time.Now()
-		r, err := c.backend.release(ctx, a)
+		r, err := c.backend.release(ctx, req.a)
 		if err != nil {
-			return nil, c.releaseFailed(l, a, succ, err)
+			return nil, c.releaseFailed(req, err)
 		}
 		c.mu.Lock()
-		back, again, err := c.released(l, a, succ, r, sent)
+		back, again, err := c.released(req, r)
 		c.mu.Unlock()
 		if errors.Is(err, ErrLockLost) {
 			c.reportLost(name, err)
@@ -45,12 +43,22 @@ func (c *Client) release(ctx context.Context, l *Lease) (*Lease, error) {
 		switch {
 		case again && try > 0:
 			return nil, fmt.Errorf("%w: unlock %s", ErrConflict, quote(name))
-		case !again && err == nil && r.Acked < a.Acks.Replicas:
-			return back, &NotReplicatedError{Lock: name, Unlock: true, Acked: r.Acked, Wanted: a.Acks.Replicas, Timeout: a.Acks.Timeout}
+		case !again && err == nil && r.Acked < req.a.Acks.Replicas:
+			return back, &NotReplicatedError{Lock: name, Unlock: true, Acked: r.Acked, Wanted: req.a.Acks.Replicas, Timeout: req.a.Acks.Timeout}
 		case !again:
 			return back, err
 		}
 	}
+}
+
+// releaseReq is one release request, built once by prepareRelease: the lease
+// it gives back, the script's arguments, the waiter it may hand the lock to,
+// and when it was sent.
+type releaseReq struct {
+	l    *Lease
+	a    lua.ReleaseArgs
+	succ *waiter
+	sent time.Time
 }
 
 // pendingRelease returns the release to send again for l, if its owner's last
@@ -103,38 +111,38 @@ func (c *Client) releaseContext(ctx context.Context) (context.Context, context.C
 
 // prepareRelease builds the release of l. The owner's last lease releases every
 // hold it has, and may hand the lock to the head of the queue.
-func (c *Client) prepareRelease(l *Lease, publish string) (lua.ReleaseArgs, *waiter, error) {
+func (c *Client) prepareRelease(l *Lease, publish string) (*releaseReq, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h := l.h
 	switch ended := l.ended.Err(); {
 	case errors.Is(ended, ErrClosed) || errors.Is(ended, ErrUnlockUnconfirmed):
-		return lua.ReleaseArgs{}, nil, ended // it says what became of the hold
+		return nil, ended // it says what became of the hold
 	case ended != nil:
-		return lua.ReleaseArgs{}, nil, fmt.Errorf("%w: %s: %w", ErrNotHeld, quote(h.e.name), ended)
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotHeld, quote(h.e.name), ended)
 	}
-	a := lua.ReleaseArgs{
+	req := &releaseReq{l: l, a: lua.ReleaseArgs{
 		Lock: h.e.lk.Lock, Field: h.field, Expected: h.count, Levels: 1, Latch: h.e.lk.NewLatch(),
 		LatchTTL: c.latchTTL, Publish: publish, Quiet: h.e.lk.spin != nil, Acks: l.acks,
-	}
+	}}
 	if len(h.leases) == 1 {
-		a.Levels = h.count
+		req.a.Levels = h.count
 	}
-	if a.Levels < h.count {
-		a.Lease = c.remainingLease(h, l)
-		return a, nil, nil
+	req.sent = time.Now()
+	if req.a.Levels < h.count {
+		req.a.Lease = c.remainingLease(h, l)
+		return req, nil
 	}
-	h.releasing = true
-	var succ *waiter
+	h.beginRelease()
 	if h.e.lk.handsOff() && c.ctx.Err() == nil {
-		succ = h.e.successor()
+		req.succ = h.e.successor()
 	}
-	if succ != nil {
-		a.Successor = c.field(succ.o)
-		a.SuccessorLease = c.leaseOf(succ.lo)
-		a.OnlyIfAlone = h.e.pace.onlyIfAlone()
+	if req.succ != nil {
+		req.a.Successor = c.field(req.succ.o)
+		req.a.SuccessorLease = c.leaseOf(req.succ.lo)
+		req.a.OnlyIfAlone = h.e.pace.onlyIfAlone()
 	}
-	return a, succ, nil
+	return req, nil
 }
 
 // releaseFailed handles a release without an answer (a timeout, Redis
@@ -142,21 +150,18 @@ func (c *Client) prepareRelease(l *Lease, publish string) (lua.ReleaseArgs, *wai
 // either way, and the owner's last lease stops the hold's renewal, so that the
 // lock is released or expires by itself: never a renewed orphan. A key that
 // turned out to hold another type means the hold was lost.
-func (c *Client) releaseFailed(l *Lease, a lua.ReleaseArgs, succ *waiter, err error) error {
-	h := l.h
-	name := h.e.name
+func (c *Client) releaseFailed(req *releaseReq, err error) error {
+	l := req.l
+	h, name := l.h, l.h.e.name
 	c.mu.Lock()
-	final := h.releasing
-	h.releasing = false
-	lost := h.lostWhileReleasing
-	h.lostWhileReleasing = nil
+	final, lost := h.endRelease()
 	var undo *waiter
 	if lua.IsWrongType(err) {
-		c.notHandedOff(h.e, succ, time.Now(), false)
+		h.e.notHandedOff(req.succ, time.Now())
 		lost = fmt.Errorf("%w: %s: the key was replaced by another type", ErrLockLost, quote(name))
 		err = fmt.Errorf("%w: %s: %w", ErrNotHeld, quote(name), ErrWrongType)
 	} else {
-		undo = c.notHandedOff(h.e, succ, time.Now(), true)
+		undo = h.e.handOffUnsure(req.succ)
 		err = c.unconfirmed(l, final, err)
 	}
 	switch {
@@ -164,9 +169,10 @@ func (c *Client) releaseFailed(l *Lease, a lua.ReleaseArgs, succ *waiter, err er
 		c.endHold(h, lost)
 	case final:
 		c.endHold(h, err)
-		l.resend = &a
+		l.resend = &req.a
 		l.resend.Successor, l.resend.SuccessorLease, l.resend.OnlyIfAlone = lua.Text{}, lua.Millis{}, false
 	}
+	c.forget(h.e)
 	c.mu.Unlock()
 	if lost != nil {
 		c.reportLost(name, lost)
@@ -188,8 +194,7 @@ func (c *Client) unconfirmed(l *Lease, final bool, err error) error {
 	u := &UnlockUnconfirmedError{Lock: h.e.name, Err: err}
 	switch {
 	case !final:
-		h.leases = slices.DeleteFunc(h.leases, func(x *Lease) bool { return x == l })
-		u.Others = len(h.leases)
+		u.Others = h.gaveBack(l, 0)
 		l.end(u)
 	default:
 		u.ExpiresWithin = c.expiresWithin(h)
@@ -211,21 +216,21 @@ func (c *Client) expiresWithin(h *hold) time.Duration {
 // released applies what Redis answered to a release. again asks for the release
 // to be sent once more, after the owner's count was resynchronised. c.mu must be
 // held.
-func (c *Client) released(l *Lease, a lua.ReleaseArgs, succ *waiter, r lua.ReleaseReply, sent time.Time) (back *Lease, again bool, err error) {
+func (c *Client) released(req *releaseReq, r lua.ReleaseReply) (back *Lease, again bool, err error) {
+	l, succ := req.l, req.succ
 	h := l.h
 	e := h.e
-	h.releasing = false
-	h.lostWhileReleasing = nil
+	h.endRelease()
+	defer c.forget(e)
 	switch r.Outcome {
 	case lua.Partial:
-		h.count -= a.Levels
-		h.leases = slices.DeleteFunc(h.leases, func(x *Lease) bool { return x == l })
+		h.gaveBack(l, req.a.Levels)
 		l.end(ErrUnlocked)
-		h.wd.Update(sent.Add(a.Lease.Duration()), h.renewed())
+		h.wd.Update(req.sent.Add(req.a.Lease.Duration()), h.renewed())
 		return nil, false, nil
 	case lua.Released:
 		c.endHold(h, ErrUnlocked)
-		c.notHandedOff(e, succ, time.Now().Add(e.pace.published(len(e.queue) > 0)), false)
+		e.published(succ)
 		return nil, false, nil
 	case lua.HandedOff:
 		c.endHold(h, ErrUnlocked)
@@ -233,17 +238,17 @@ func (c *Client) released(l *Lease, a lua.ReleaseArgs, succ *waiter, r lua.Relea
 			// A retried execution by go-redis of a release that handed the
 			// lock to the head of then: the head attempts at once, which
 			// recognises such a hand-off.
-			c.notHandedOff(e, nil, time.Now(), false)
+			e.notHandedOff(nil, time.Now())
 			return nil, false, nil
 		}
-		return c.handedOff(e, succ, sent), false, nil
+		return c.handedOff(e, succ, req.sent), false, nil
 	case lua.Resync:
 		if lost := c.resync(h, r.Count); lost != nil {
 			return nil, false, fmt.Errorf("%w: %w", ErrNotHeld, lost)
 		}
 		return nil, true, nil
 	default: // lua.NotHeld: the hold expired or was deleted before this unlock
-		c.notHandedOff(e, succ, time.Now(), false)
+		e.notHandedOff(succ, time.Now())
 		lost := fmt.Errorf("%w: %s: the lock expired or was force-unlocked before Unlock", ErrLockLost, quote(e.name))
 		c.endHold(h, lost)
 		return nil, false, fmt.Errorf("%w: %w", ErrNotHeld, lost)

@@ -13,14 +13,6 @@ import (
 // errWaitElapsed is the cause of a wait ended by TryLock's wait time.
 var errWaitElapsed = errors.New("wait time elapsed")
 
-// subscription is the queue's share of a release channel's subscription
-// (pubsub.Subscription; a fake in unit tests).
-type subscription interface {
-	Confirmed() <-chan struct{}
-	Ready() <-chan struct{}
-	Close()
-}
-
 // lock acquires lk for o, waiting when wait is set until deadline (zero: no
 // deadline) or ctx is done. When it fails because the lock is held, the error
 // names the owner of this client that holds it, if one does.
@@ -155,10 +147,7 @@ func (c *Client) wait(ctx context.Context, lk *lockDef, w *waiter, first time.Ti
 		return nil, ErrClosed
 	}
 	e := c.entry(lk)
-	e.enqueue(w)
-	if e.queue[0] == w && !first.IsZero() {
-		e.attemptAt = first
-	}
+	e.enqueue(w, first)
 	c.mu.Unlock()
 
 	select {
@@ -183,8 +172,8 @@ func (c *Client) lead(ctx context.Context, e *lockEntry, w *waiter) (*Lease, err
 		subscribe: func(ctx context.Context) (waker, error) { return c.join(ctx, e) },
 		wake:      w.wake,
 		handed:    w.grant,
-		confirmed: func() { c.listening(e) },
-		heard:     func() { c.heard(e) },
+		confirmed: func() { c.locked(e.listening) },
+		heard:     func() { c.locked(e.heard) },
 	})
 	switch {
 	case err == nil:
@@ -211,17 +200,12 @@ func (c *Client) join(ctx context.Context, e *lockEntry) (subscription, error) {
 		return nil, fmt.Errorf("rlock: subscribe to %s: %w", quote(e.name), err)
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case e.sub != nil: // another head made one meanwhile
+	use, spare := e.subscribed(s)
+	c.mu.Unlock()
+	if spare {
 		s.Close()
-		return e.sub, nil
-	case len(e.queue) == 0: // w was handed the lock meanwhile, and nobody is left
-		s.Close()
-		return s, nil
 	}
-	e.sub = s
-	return s, nil
+	return use, nil
 }
 
 // step returns the lease handed to w, or makes w's attempt if it is due and no
@@ -229,60 +213,35 @@ func (c *Client) join(ctx context.Context, e *lockEntry) (subscription, error) {
 // attemptAt, or (-1) until the releaser handing w the lock wakes it.
 func (c *Client) step(ctx context.Context, e *lockEntry, w *waiter) (*Lease, time.Duration, error) {
 	c.mu.Lock()
-	if len(e.queue) == 0 || e.queue[0] != w {
-		c.mu.Unlock()
-		return <-w.grant, 0, nil // only a hand-off takes a head out of the queue for it
-	}
-	if e.handing != nil {
-		c.mu.Unlock()
-		return nil, -1, nil
-	}
-	if d := time.Until(e.attemptAt); d > 0 {
-		c.mu.Unlock()
-		return nil, d, nil
-	}
-	e.attempting = true
-	e.attemptAt = time.Time{}
+	handed, attempt, sleep := e.headStep(w)
 	c.mu.Unlock()
+	switch {
+	case handed:
+		return <-w.grant, 0, nil
+	case !attempt:
+		return nil, sleep, nil
+	}
 
 	l, ttl, err := c.attempt(ctx, w.o, e.lk, w.lo)
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e.attempting = false
 	answered := err == nil || errors.Is(err, ErrNotAcquired) && ctx.Err() == nil
-	if answered && e.unsure == w {
-		e.unsure = nil // Redis answered: a hand-off that happened was found
-	}
+	sleep = e.attempted(w, err == nil, answered, c.expiry(ttl))
 	switch {
 	case err == nil:
-		e.pace.attemptWon()
 		c.remove(e, w)
-		return l, 0, nil
 	case answered:
-		e.soonest(c.expiry(ttl))
-		return nil, time.Until(e.attemptAt), nil
+		err = nil // held: sleep
 	}
-	e.attemptAt = time.Now() // w leaves: whoever is next looks at once
-	return nil, 0, err
+	return l, sleep, err
 }
 
-// listening records that the head's subscription is confirmed: releases are heard
-// from now on. The head attempts once more, unless an owner of this client holds
-// the lock exclusively: the end of that hold wakes it.
-func (c *Client) listening(e *lockEntry) {
+// locked runs f, a transition of an entry, with c.mu held.
+func (c *Client) locked(f func()) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, held := e.excludedUntil(); !held {
-		e.attemptBy(time.Now())
-	}
-}
-
-// heard records a release message: the head attempts after its pacing delay.
-func (c *Client) heard(e *lockEntry) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e.attemptBy(time.Now().Add(e.pace.heard()))
+	f()
 }
 
 // expiry returns when a holder's lease read as ttl by an attempt just answered

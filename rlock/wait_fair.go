@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
@@ -25,13 +24,13 @@ func (c *Client) waitFair(ctx context.Context, lk *lockDef, w *waiter) (*Lease, 
 		return nil, ErrClosed
 	}
 	e := c.entry(lk)
-	e.fair = append(e.fair, w)
+	e.addFair(w)
 	c.mu.Unlock()
 
 	l, err := c.takeTurn(ctx, e, w)
 
 	c.mu.Lock()
-	e.fair = slices.DeleteFunc(e.fair, func(x *waiter) bool { return x == w })
+	e.dropFair(w)
 	c.forget(e)
 	c.mu.Unlock()
 	if err != nil {

@@ -220,6 +220,13 @@ func (p *pkg) largestFileCycle() (int, []string) {
 		}
 		edges[from][to] = true
 	}
+	if os.Getenv("CODESTATS_EDGES") != "" { // the graph, for finding what closes a cycle
+		for from, tos := range edges {
+			for to := range tos {
+				fmt.Printf("edge %s -> %s\n", from, to)
+			}
+		}
+	}
 	return largestSCC(edges)
 }
 
