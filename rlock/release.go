@@ -32,10 +32,10 @@ func (c *Client) release(ctx context.Context, l *Lease) (*Lease, error) {
 		}
 		r, err := c.backend.release(ctx, req.a)
 		if err != nil {
-			return nil, c.releaseFailed(req, err)
+			return nil, c.releaseFailed(&req, err)
 		}
 		c.mu.Lock()
-		back, again, err := c.released(req, r)
+		back, again, err := c.released(&req, r)
 		c.mu.Unlock()
 		if errors.Is(err, ErrLockLost) {
 			c.reportLost(name, err)
@@ -111,17 +111,17 @@ func (c *Client) releaseContext(ctx context.Context) (context.Context, context.C
 
 // prepareRelease builds the release of l. The owner's last lease releases every
 // hold it has, and may hand the lock to the head of the queue.
-func (c *Client) prepareRelease(l *Lease, publish string) (*releaseReq, error) {
+func (c *Client) prepareRelease(l *Lease, publish string) (releaseReq, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h := l.h
 	switch ended := l.ended.Err(); {
 	case errors.Is(ended, ErrClosed) || errors.Is(ended, ErrUnlockUnconfirmed):
-		return nil, ended // it says what became of the hold
+		return releaseReq{}, ended // it says what became of the hold
 	case ended != nil:
-		return nil, fmt.Errorf("%w: %s: %w", ErrNotHeld, quote(h.e.name), ended)
+		return releaseReq{}, fmt.Errorf("%w: %s: %w", ErrNotHeld, quote(h.e.name), ended)
 	}
-	req := &releaseReq{l: l, a: lua.ReleaseArgs{
+	req := releaseReq{l: l, a: lua.ReleaseArgs{
 		Lock: h.e.lk.Lock, Field: h.field, Expected: h.count, Levels: 1, Latch: h.e.lk.NewLatch(),
 		LatchTTL: c.latchTTL, Publish: publish, Quiet: h.e.lk.spin != nil, Acks: l.acks,
 	}}
@@ -169,7 +169,8 @@ func (c *Client) releaseFailed(req *releaseReq, err error) error {
 		c.endHold(h, lost)
 	case final:
 		c.endHold(h, err)
-		l.resend = &req.a
+		resend := req.a // a copy: req stays on the caller's stack
+		l.resend = &resend
 		l.resend.Successor, l.resend.SuccessorLease, l.resend.OnlyIfAlone = lua.Text{}, lua.Millis{}, false
 	}
 	c.forget(h.e)
