@@ -122,15 +122,6 @@ func (l *Lock) Layout() Layout { return l.layout }
 // channels instead (WaiterChannel).
 func (l *Lock) Channel() string { return l.channel }
 
-// ReadTimeouts returns the prefix of a read hold's timeout keys (see
-// ReadTimeoutName), a read hold's Renewal.Prefix; "" for the other layouts.
-func (l *Lock) ReadTimeouts() string {
-	if l.layout != LayoutRead {
-		return ""
-	}
-	return readTimeoutPrefix(l.name)
-}
-
 // NewLatch returns the unlock latch of a new release request (LatchName): its
 // request id is 16 random bytes as 32 hex digits, as Redisson's.
 func (l *Lock) NewLatch() string {
