@@ -79,9 +79,12 @@ func (c *Client) resend(ctx context.Context, l *Lease, a lua.ReleaseArgs) error 
 	defer c.mu.Unlock()
 	switch {
 	case err != nil:
-		u := *l.ended.Err().(*UnlockUnconfirmedError)
-		u.Err = err
-		return &u
+		u := &UnlockUnconfirmedError{Lock: l.h.e.name, ExpiresWithin: c.expiresWithin(l.h), Err: err}
+		var first *UnlockUnconfirmedError
+		if errors.As(l.ended.Err(), &first) {
+			u.ExpiresWithin = first.ExpiresWithin // the bound the first try stated
+		}
+		return u
 	case r.Outcome == lua.NotHeld:
 		l.resend = nil
 		return fmt.Errorf("%w: %s: the lock expired before the retried Unlock", ErrNotHeld, quote(l.h.e.name))
