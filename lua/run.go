@@ -124,9 +124,10 @@ func IsNoScript(err error) bool {
 }
 
 // IsWrongType reports whether err is Redis' WRONGTYPE error: the key holds a value
-// of another type than the script expects.
+// of another type than the script expects (or, ErrNotCount, a string that is
+// not a count).
 func IsWrongType(err error) bool {
-	return err != nil && redis.HasErrorPrefix(err, "WRONGTYPE")
+	return err != nil && (redis.HasErrorPrefix(err, "WRONGTYPE") || errors.Is(err, ErrNotCount))
 }
 
 // millis renders d as whole milliseconds, at least 1, as the scripts expect.

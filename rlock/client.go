@@ -39,8 +39,10 @@ type Client struct {
 	ctx    context.Context // cancelled, with cause ErrClosed, by Close
 	cancel context.CancelCauseFunc
 
-	mu    sync.Mutex
-	locks map[string]*lockEntry // the locks this client holds or waits for (table.go)
+	mu      sync.Mutex
+	locks   map[string]*lockEntry // the locks this client holds or waits for (table.go)
+	permits map[*Permits]struct{} // the expirable semaphores' permits held (permits.go)
+	latches map[string]*latchNews // the latches awaited, by channel (latch.go)
 }
 
 // backend is the lock path's traffic with Redis: the acquire and release scripts
@@ -79,6 +81,8 @@ func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 		ctx:       ctx,
 		cancel:    cancel,
 		locks:     make(map[string]*lockEntry),
+		permits:   make(map[*Permits]struct{}),
+		latches:   make(map[string]*latchNews),
 	}
 	c.backend = backend{
 		acquire: func(ctx context.Context, a lua.AcquireArgs) (lua.AcquireReply, error) {
@@ -144,6 +148,7 @@ func (c *Client) Close() error {
 
 	c.wd.Close()
 	c.releaseHolds()
+	c.releasePermits()
 	return c.hub.Close()
 }
 

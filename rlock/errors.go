@@ -11,10 +11,10 @@ import (
 // Errors returned by this package. Test for them with errors.Is: returned errors
 // wrap them with the lock's name and the cause.
 var (
-	// ErrNotAcquired: the lock is held by another owner and the call did not (or
-	// could no longer) wait. When a wait ended because ctx was done, the error also
-	// matches ctx.Err().
-	ErrNotAcquired = errors.New("rlock: lock not acquired")
+	// ErrNotAcquired: the lock is held by another owner, or the semaphore has
+	// too few permits, and the call did not (or could no longer) wait. When a
+	// wait ended because ctx was done, the error also matches ctx.Err().
+	ErrNotAcquired = errors.New("rlock: not acquired")
 
 	// ErrNotHeld: an unlock by an owner that does not hold the lock, or more
 	// unlocks than locks. The lock is left unchanged.
@@ -28,9 +28,11 @@ var (
 	// ErrUnlocked: Lease.Err after the lease was unlocked.
 	ErrUnlocked = errors.New("rlock: lease unlocked")
 
-	// ErrWrongType: the key at the lock's name holds a value that is not a lock
-	// hash. The key is left untouched.
-	ErrWrongType = errors.New("rlock: key holds a value that is not a lock")
+	// ErrWrongType: the key at the object's name holds a value that is not
+	// that object: a lock's name a value that is not a lock hash, a
+	// semaphore's or a latch's something else than an integer count. The key
+	// is left untouched.
+	ErrWrongType = errors.New("rlock: key holds a value of another kind")
 
 	// ErrConflict: the owner's hold count in Redis changed during the call, twice
 	// in a row, by something other than this call: the same owner used by two
@@ -74,6 +76,25 @@ var (
 	// cluster slot (see Client.NewMutex), a negative duration, a nil client.
 	// Returned before any round trip.
 	ErrInvalidArgument = errors.New("rlock: invalid argument")
+
+	// ErrPermitLost: an ExpirableSemaphore's Permits handle whose permits are
+	// gone before Release: their fixed lease ran out, a renewal found one gone
+	// (reclaimed once expired, released by id, the semaphore deleted), or no
+	// renewal was confirmed before their deadline. Permits.Err returns it.
+	ErrPermitLost = errors.New("rlock: permit lost")
+
+	// ErrNoSuchPermit: a release, lease or lease update of a permit id the
+	// semaphore does not hold (released, expired and reclaimed, never
+	// acquired). Nothing changed.
+	ErrNoSuchPermit = errors.New("rlock: no such permit")
+
+	// ErrReleased: Permits.Err after Permits.Release.
+	ErrReleased = errors.New("rlock: permits released")
+
+	// ErrLatchDeleted: CountDownLatch.Await returns it when the latch it
+	// waited for was deleted (its delete message heard, its key gone) rather
+	// than counted down to zero.
+	ErrLatchDeleted = errors.New("rlock: latch deleted while awaited")
 )
 
 // notAcquired is the error of a wait that ended because ctx was done: it matches

@@ -224,7 +224,7 @@ func (m *Mutex) check() error {
 
 func (m *Mutex) wrap(err error) error {
 	if lua.IsWrongType(err) {
-		return fmt.Errorf("%w: %s", ErrWrongType, quote(m.name))
+		return fmt.Errorf("%w: %s is not a lock", ErrWrongType, quote(m.name))
 	}
 	return fmt.Errorf("rlock: %s: %w", quote(m.name), err)
 }

@@ -24,6 +24,7 @@ type clientOptions struct {
 	acks            lua.Acks      // default none
 	fairWait        time.Duration // default DefaultFairWaitTimeout
 	releaseTimeout  time.Duration // default DefaultReleaseTimeout
+	recheck         time.Duration // default DefaultRecheckInterval
 }
 
 // DefaultReleaseTimeout bounds a release (Unlock, and Close's release of the
@@ -106,6 +107,11 @@ func (o *clientOptions) validate() error {
 		return fmt.Errorf("%w: negative fair wait timeout %v", ErrInvalidArgument, o.fairWait)
 	case o.releaseTimeout < 0:
 		return fmt.Errorf("%w: negative release timeout %v", ErrInvalidArgument, o.releaseTimeout)
+	case o.recheck < 0:
+		return fmt.Errorf("%w: negative recheck interval %v", ErrInvalidArgument, o.recheck)
+	}
+	if o.recheck == 0 {
+		o.recheck = DefaultRecheckInterval
 	}
 	if o.fairWait == 0 {
 		o.fairWait = DefaultFairWaitTimeout
@@ -142,10 +148,12 @@ type TryLockOption interface {
 
 func (f LockOption) applyTry(o *lockOptions) { f(o) }
 
-// waitTime is the TryLockOption of WithWaitTime.
-type waitTime time.Duration
+// WaitTime is the option WithWaitTime returns: a TryLockOption, a
+// TryAcquireOption and a TryPermitOption, since every call that tries once
+// may instead wait that long.
+type WaitTime time.Duration
 
-func (d waitTime) applyTry(o *lockOptions) { o.waitTime = time.Duration(d) }
+func (d WaitTime) applyTry(o *lockOptions) { o.waitTime = time.Duration(d) }
 
 type lockOptions struct {
 	leaseTime time.Duration // 0: watchdog
@@ -180,10 +188,11 @@ func WithLeaseTime(d time.Duration) LockOption {
 }
 
 // WithWaitTime makes TryLock wait up to d for the lock (Redisson's
-// tryLock(waitTime, ...)). Zero, the default, means a single attempt. Only
-// TryLock takes it: Lock waits until its ctx is done (bound it with
-// context.WithTimeout).
-func WithWaitTime(d time.Duration) TryLockOption { return waitTime(d) }
+// tryLock(waitTime, ...)), and a semaphore's TryAcquire up to d for its
+// permits (tryAcquire(permits, waitTime)). Zero, the default, means a single
+// attempt. Only the Try calls take it: Lock and Acquire wait until their ctx
+// is done (bound them with context.WithTimeout).
+func WithWaitTime(d time.Duration) WaitTime { return WaitTime(d) }
 
 // newLockOptions reads the options of a call of Lock.
 func newLockOptions(opts []LockOption) (lockOptions, error) {

@@ -17,7 +17,7 @@ var (
 	// ErrGone: a renewal found the hold gone: the lock without the owner's
 	// field, or the semaphore without the permit (released, reclaimed once
 	// expired, or deleted).
-	ErrGone = errors.New("watchdog: the lock no longer has this owner")
+	ErrGone = errors.New("watchdog: the hold is no longer in Redis")
 	// ErrNotRenewed: no renewal was confirmed before the hold's deadline.
 	ErrNotRenewed = errors.New("watchdog: no renewal confirmed before the lease ran out")
 	// ErrLeaseEnded: a hold with a fixed lease reached its deadline.

@@ -1,0 +1,153 @@
+package lua
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed permit_acquire.lua
+	permitAcquireSrc string
+	//go:embed permit_release.lua
+	permitReleaseSrc string
+	//go:embed permit_release_all.lua
+	permitReleaseAllSrc string
+	//go:embed permit_count.lua
+	permitCountSrc string
+	//go:embed permit_total.lua
+	permitTotalSrc string
+	//go:embed permit_lease.lua
+	permitLeaseSrc string
+
+	permitAcquire    = syncScript(permitAcquireSrc)
+	permitRelease    = syncScript(permitReleaseSrc)
+	permitReleaseAll = syncScript(permitReleaseAllSrc)
+	permitCount      = syncScript(permitCountSrc)
+	permitTotal      = syncScript(permitTotalSrc)
+	permitLease      = syncScript(permitLeaseSrc)
+)
+
+// NoExpiry is the expiry Redisson stores for a permit without a lease
+// (protocol §1.9): 922337203685477, sent and compared as that exact text.
+const NoExpiry int64 = 922337203685477
+
+// NewPermitID returns a new permit id: 16 random bytes, as a string of raw
+// bytes (the zset member; Redisson ≥ 3.17.0 shows it as 32 hex digits).
+func NewPermitID() string { return string(randomID()) }
+
+// Permit is a permit-expirable semaphore (RPermitExpirableSemaphore): its
+// available count N, its permits' zset and its channel.
+type Permit struct{ keys []string }
+
+// NewPermit returns the permit-expirable semaphore name.
+func NewPermit(name string) Permit {
+	return Permit{keys: []string{name, PermitTimeoutsName(name), SemaphoreChannel(name)}}
+}
+
+// PermitTry is what an acquisition attempt read.
+type PermitTry struct {
+	Acquired bool
+	// NextExpiry, when not acquired, is the earliest expiry of a permit with a
+	// lease (epoch ms, the writer's clock): the semaphore may have permits to
+	// give then, with no message. 0: no permit has a lease.
+	NextExpiry int64
+}
+
+// Acquire takes len(ids) permits with the ids (raw, NewPermitID), expiring at
+// expiry (epoch ms, or NoExpiry), after reclaiming up to that many expired
+// permits (Redisson's tryAcquire). now is the caller's clock in epoch ms. A
+// retried execution recognises its ids and answers Acquired.
+func (p Permit) Acquire(ctx context.Context, rdb Processor, ids []string, expiry, now int64, publish string) (PermitTry, error) {
+	argv := make([]any, 0, 4+len(ids))
+	argv = append(argv, len(ids), expiry, now, publish)
+	for _, id := range ids {
+		argv = append(argv, id)
+	}
+	v, err := eval(ctx, rdb, permitAcquire, p.keys, argv...)
+	if errors.Is(err, redis.Nil) {
+		return PermitTry{}, nil
+	}
+	if err != nil {
+		return PermitTry{}, err
+	}
+	s, _ := v.(string)
+	if s == "OK" {
+		return PermitTry{Acquired: true}, nil
+	}
+	if ms, ok := strings.CutPrefix(s, ":"); ok {
+		if next, err := strconv.ParseFloat(ms, 64); err == nil {
+			return PermitTry{NextExpiry: int64(next)}, nil
+		}
+	}
+	return PermitTry{}, fmt.Errorf("lua: unexpected acquire reply %v", v)
+}
+
+// The outcomes of Permit.Release for one id.
+const (
+	PermitUnknown  = -1 // the zset does not have the id
+	PermitExpired  = 0  // the id had expired: removed and returned to the pool all the same
+	PermitReleased = 1  // a live permit, returned to the pool
+)
+
+// Release gives back the permit id (Redisson's tryRelease(id), no reclaim) and
+// publishes the new available count; it returns PermitUnknown, PermitExpired
+// or PermitReleased.
+func (p Permit) Release(ctx context.Context, rdb Processor, id string, now int64, publish string, req Request) (int64, error) {
+	return evalInt(ctx, rdb, permitRelease, p.withRequest(req), id, now, publish, req.TTL.arg())
+}
+
+// ReleaseAll gives back every id or none (Redisson's tryRelease(ids) since
+// 3.41.0): 0 when one is unknown or expired, else how many were removed, after
+// reclaiming every expired permit; it publishes that number.
+func (p Permit) ReleaseAll(ctx context.Context, rdb Processor, ids []string, now int64, publish string, req Request) (int64, error) {
+	argv := make([]any, 0, 3+len(ids))
+	argv = append(argv, now, publish, req.TTL.arg())
+	for _, id := range ids {
+		argv = append(argv, id)
+	}
+	return evalInt(ctx, rdb, permitReleaseAll, p.withRequest(req), argv...)
+}
+
+func (p Permit) withRequest(req Request) []string {
+	return []string{p.keys[0], p.keys[1], p.keys[2], req.Key}
+}
+
+// What Permit.Count reads.
+const (
+	CountAvailable = "available" // the available count
+	CountAcquired  = "acquired"  // the acquired permits
+	CountTotal     = "total"     // both; 0 when the count's key is absent
+)
+
+// Count reads one of the counts (CountAvailable, CountAcquired, CountTotal)
+// after reclaiming every expired permit.
+func (p Permit) Count(ctx context.Context, rdb Processor, what string, now int64, publish string) (int64, error) {
+	return evalInt(ctx, rdb, permitCount, p.keys, now, publish, what)
+}
+
+// SetTotal makes available plus acquired equal n (Redisson's setPermits).
+func (p Permit) SetTotal(ctx context.Context, rdb Processor, n int64, publish string) error {
+	_, err := evalInt(ctx, rdb, permitTotal, p.keys, n, publish)
+	return err
+}
+
+// Lease returns the remaining lease of the permit id in ms after reclaiming
+// every expired permit: -1 for a permit without lease; ok is false for an id
+// the semaphore does not have.
+func (p Permit) Lease(ctx context.Context, rdb Processor, id string, now int64, publish string) (ms int64, ok bool, err error) {
+	v, err := evalInt(ctx, rdb, permitLease, p.keys, id, now, publish)
+	return v, v != 0, err
+}
+
+// SetLease sets the expiry of the permit id (epoch ms, or NoExpiry) after
+// reclaiming every expired permit: false when the semaphore does not have it.
+func (p Permit) SetLease(ctx context.Context, rdb Processor, id string, expiry, now int64, publish string) (bool, error) {
+	v, err := evalInt(ctx, rdb, permitLease, p.keys, id, now, publish, expiry)
+	return v == 1, err
+}

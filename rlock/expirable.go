@@ -1,0 +1,217 @@
+package rlock
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/holdfast-go/holdfast/lua"
+)
+
+// ExpirableSemaphore is a semaphore whose permits have ids and leases,
+// Redisson's RPermitExpirableSemaphore: the string key of its name holds the
+// permits available, the sorted set "{name}:timeout" the permits acquired,
+// each with its expiry. An expired permit goes back to the pool when a call
+// that reclaims runs (TryAcquire, Acquire, AvailablePermits, AcquiredPermits,
+// Permits, UpdateLease, LeaseTime, and Release of several ids), exactly where
+// Redisson reclaims; nothing runs in the background.
+//
+// Beyond Redisson, a permit taken without WithPermitLease has a watchdog lease:
+// the client's watchdog renews it while the Permits handle is held, so the
+// permit of a process that dies returns within the watchdog timeout instead of
+// never (Redisson's permits without a lease never expire). Its handle tells
+// when it is lost (Permits.Done, Permits.Err).
+//
+// Counts of permits must be at least 1 (ErrInvalidArgument otherwise, before
+// any round trip). Waiters block on the semaphore's channel and look again at
+// the earliest lease expiry they read, and at least every recheck interval. An
+// ExpirableSemaphore is safe for concurrent use.
+type ExpirableSemaphore struct {
+	o    syncObject
+	keys lua.Permit
+}
+
+// NewExpirableSemaphore returns the permit-expirable semaphore name
+// (Redisson's getPermitExpirableSemaphore). A name whose channel or permit set
+// would hash to another Redis Cluster slot is refused: every call returns an
+// error matching ErrInvalidArgument.
+func (c *Client) NewExpirableSemaphore(name string) *ExpirableSemaphore {
+	return &ExpirableSemaphore{o: c.newSyncObject(name, "semaphore", lua.CheckExpirableSemaphoreName), keys: lua.NewPermit(name)}
+}
+
+// Name returns the semaphore's name.
+func (s *ExpirableSemaphore) Name() string { return s.o.name }
+
+// NoLease is the lease of a permit that never expires: LeaseTime returns it,
+// UpdateLease takes it (Redisson's -1).
+const NoLease time.Duration = -1
+
+// PermitOption configures an ExpirableSemaphore's Acquire: WithPermitLease.
+// Every PermitOption is also a TryPermitOption.
+type PermitOption func(*permitOptions)
+
+// TryPermitOption configures an ExpirableSemaphore's TryAcquire: any
+// PermitOption, and WithWaitTime.
+type TryPermitOption interface{ applyTryPermit(*permitOptions) }
+
+func (f PermitOption) applyTryPermit(o *permitOptions) { f(o) }
+func (d WaitTime) applyTryPermit(o *permitOptions)     { o.wait = time.Duration(d) }
+
+type permitOptions struct {
+	lease time.Duration // 0: watchdog
+	wait  time.Duration // TryAcquire only
+}
+
+// WithPermitLease gives the permits a fixed lease: they expire d after they
+// were taken unless released first, and the watchdog does not renew them
+// (Redisson's leaseTime). Zero, the default, means a watchdog lease.
+func WithPermitLease(d time.Duration) PermitOption {
+	return func(o *permitOptions) { o.lease = d }
+}
+
+// Acquire takes n permits, waiting until they are available or ctx is done:
+// then it returns an error matching ErrNotAcquired and ctx's error. The
+// permits are held until Permits.Release, or until their lease runs out
+// (WithPermitLease), or while the watchdog renews them.
+func (s *ExpirableSemaphore) Acquire(ctx context.Context, n int64, opts ...PermitOption) (*Permits, error) {
+	var o permitOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	return s.acquire(ctx, n, o, true)
+}
+
+// TryAcquire takes n permits if they are available now, or with WithWaitTime
+// as soon as they are within that time; otherwise it returns an error matching
+// ErrNotAcquired.
+func (s *ExpirableSemaphore) TryAcquire(ctx context.Context, n int64, opts ...TryPermitOption) (*Permits, error) {
+	var o permitOptions
+	for _, f := range opts {
+		f.applyTryPermit(&o)
+	}
+	return s.acquire(ctx, n, o, o.wait > 0)
+}
+
+// acquire makes attempts with n new ids, waiting between them if wait is set.
+func (s *ExpirableSemaphore) acquire(ctx context.Context, n int64, o permitOptions, wait bool) (*Permits, error) {
+	if err := s.o.checkCount(n); err != nil {
+		return nil, err
+	}
+	if o.lease < 0 || o.wait < 0 {
+		return nil, fmt.Errorf("%w: negative lease (%v) or wait time (%v)", ErrInvalidArgument, o.lease, o.wait)
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = lua.NewPermitID()
+	}
+	attempt := func(ctx context.Context) (turn[*Permits], error) {
+		p, sleep, err := s.attempt(ctx, ids, o.lease)
+		return turn[*Permits]{got: p, done: p != nil || !wait || err != nil, sleep: sleep}, err
+	}
+	if !wait {
+		t, err := attempt(ctx)
+		if err == nil && t.got == nil {
+			err = fmt.Errorf("%w: semaphore %s has fewer than %d permits available", ErrNotAcquired, quote(s.o.name), n)
+		}
+		return t.got, err
+	}
+	var deadline time.Time
+	if o.wait > 0 {
+		deadline = time.Now().Add(o.wait)
+	}
+	return waitFor(ctx, &s.o, lua.SemaphoreChannel(s.o.name), semaphoreWake, deadline, true, attempt)
+}
+
+// attempt tries once to take the permits ids: the handle, or how long to sleep
+// at most (until the earliest lease expiry it read; -1: none).
+func (s *ExpirableSemaphore) attempt(ctx context.Context, ids []string, lease time.Duration) (*Permits, time.Duration, error) {
+	c := s.o.c
+	sent := time.Now()
+	now := sent.UnixMilli()
+	life := lease
+	if life == 0 {
+		life = c.watched.Duration()
+	}
+	try, err := s.keys.Acquire(ctx, c.rdb, ids, now+life.Milliseconds(), now, c.publishCommand(ctx))
+	switch {
+	case err != nil:
+		return nil, 0, s.o.wrap(err)
+	case try.Acquired:
+		return c.grantPermits(ctx, s, ids, sent, lease, life)
+	case try.NextExpiry > 0:
+		return nil, max(time.Duration(try.NextExpiry-now)*time.Millisecond, time.Millisecond), nil
+	}
+	return nil, -1, nil
+}
+
+// Release gives back the permits ids (32 hex digits each, either case), all
+// or none, and publishes what Redisson publishes, waking waiters. One id is
+// released as Redisson's tryRelease(id) does (an expired permit still goes back
+// to the pool, but the call fails); several as tryRelease(ids), which changes
+// nothing when one is unknown or expired. A permit the semaphore does not hold
+// gives an error matching ErrNoSuchPermit. The round trip ends with the
+// client's release timeout, not with ctx. A Permits handle of this client whose
+// permit is released here learns it at its next renewal and ends with
+// ErrPermitLost.
+func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
+	raw, err := s.rawIDs(ids)
+	if err != nil {
+		return err
+	}
+	return s.release(ctx, raw, ids)
+}
+
+// release gives back the raw ids (shown as hexIDs in errors).
+func (s *ExpirableSemaphore) release(ctx context.Context, raw, hexIDs []string) error {
+	c := s.o.c
+	ctx, cancel := c.releaseContext(ctx)
+	defer cancel()
+	now, publish, req := time.Now().UnixMilli(), c.publishCommand(ctx), s.o.request()
+	if len(raw) == 1 {
+		r, err := s.keys.Release(ctx, c.rdb, raw[0], now, publish, req)
+		switch {
+		case err != nil:
+			return s.o.wrap(err)
+		case r == lua.PermitExpired:
+			return fmt.Errorf("%w: semaphore %s: permit %s had expired (it went back to the pool)", ErrNoSuchPermit, quote(s.o.name), hexIDs[0])
+		case r == lua.PermitUnknown:
+			return fmt.Errorf("%w: semaphore %s: permit %s was released, reclaimed or never acquired", ErrNoSuchPermit, quote(s.o.name), hexIDs[0])
+		}
+		return nil
+	}
+	r, err := s.keys.ReleaseAll(ctx, c.rdb, raw, now, publish, req)
+	if err != nil {
+		return s.o.wrap(err)
+	}
+	if r == 0 {
+		return fmt.Errorf("%w: semaphore %s: one of permits %v was released, expired or never acquired; none was released",
+			ErrNoSuchPermit, quote(s.o.name), hexIDs)
+	}
+	return nil
+}
+
+// rawIDs checks the ids users give (32 hex digits, no duplicate) and returns
+// them as the 16 raw bytes the scripts take.
+func (s *ExpirableSemaphore) rawIDs(ids []string) ([]string, error) {
+	if err := s.o.check(); err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("%w: semaphore %s: no permit id", ErrInvalidArgument, quote(s.o.name))
+	}
+	raw := make([]string, len(ids))
+	seen := make(map[string]bool, len(ids))
+	for i, id := range ids {
+		b, err := hex.DecodeString(id)
+		if err != nil || len(b) != 16 {
+			return nil, fmt.Errorf("%w: permit id %q is not 32 hex digits", ErrInvalidArgument, id)
+		}
+		if seen[string(b)] {
+			return nil, fmt.Errorf("%w: permit id %s given twice", ErrInvalidArgument, id)
+		}
+		seen[string(b)] = true
+		raw[i] = string(b)
+	}
+	return raw, nil
+}

@@ -1,0 +1,132 @@
+package rlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/holdfast-go/holdfast/lua"
+)
+
+// UpdateLease gives the permit id a new lease from now (NoLease: none), after
+// reclaiming the expired permits, and reports whether the semaphore still held
+// it (Redisson's updateLeaseTime). A permit this client's watchdog renews gets
+// the watchdog's lease back at its next renewal.
+func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease time.Duration) (bool, error) {
+	raw, err := s.rawIDs([]string{id})
+	if err != nil {
+		return false, err
+	}
+	if lease <= 0 && lease != NoLease {
+		return false, fmt.Errorf("%w: lease %v: give a positive lease, or NoLease", ErrInvalidArgument, lease)
+	}
+	now := time.Now().UnixMilli()
+	expiry := lua.NoExpiry
+	if lease > 0 {
+		expiry = now + max(lease.Milliseconds(), 1)
+	}
+	ok, err := s.keys.SetLease(ctx, s.o.c.rdb, raw[0], expiry, now, s.o.c.publishCommand(ctx))
+	return ok, s.o.wrap(err)
+}
+
+// LeaseTime returns how long the permit id has left, or NoLease for a permit
+// without lease, after reclaiming the expired permits (Redisson's
+// getLeaseTime). A permit the semaphore does not hold gives an error matching
+// ErrNoSuchPermit.
+func (s *ExpirableSemaphore) LeaseTime(ctx context.Context, id string) (time.Duration, error) {
+	raw, err := s.rawIDs([]string{id})
+	if err != nil {
+		return 0, err
+	}
+	ms, ok, err := s.keys.Lease(ctx, s.o.c.rdb, raw[0], time.Now().UnixMilli(), s.o.c.publishCommand(ctx))
+	switch {
+	case err != nil:
+		return 0, s.o.wrap(err)
+	case !ok:
+		return 0, fmt.Errorf("%w: semaphore %s: permit %s", ErrNoSuchPermit, quote(s.o.name), id)
+	case ms < 0:
+		return NoLease, nil
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// AvailablePermits returns the permits available, after reclaiming the expired
+// ones: 0 for a semaphore that does not exist; negative after SetPermits or
+// AddPermits took more than there were.
+func (s *ExpirableSemaphore) AvailablePermits(ctx context.Context) (int64, error) {
+	return s.count(ctx, lua.CountAvailable)
+}
+
+// AcquiredPermits returns the permits acquired and not expired.
+func (s *ExpirableSemaphore) AcquiredPermits(ctx context.Context) (int64, error) {
+	return s.count(ctx, lua.CountAcquired)
+}
+
+// Permits returns the permits available plus the permits acquired, after
+// reclaiming the expired ones: 0 for a semaphore that does not exist, whatever
+// permits are still recorded (Redisson's getPermits).
+func (s *ExpirableSemaphore) Permits(ctx context.Context) (int64, error) {
+	return s.count(ctx, lua.CountTotal)
+}
+
+func (s *ExpirableSemaphore) count(ctx context.Context, what string) (int64, error) {
+	if err := s.o.check(); err != nil {
+		return 0, err
+	}
+	n, err := s.keys.Count(ctx, s.o.c.rdb, what, time.Now().UnixMilli(), s.o.c.publishCommand(ctx))
+	return n, s.o.wrap(err)
+}
+
+// SetPermits makes the total, available plus acquired (expired permits not
+// yet reclaimed included), n, by adding the difference to the available
+// permits, which may become negative; it creates the semaphore with n permits
+// if it does not exist (Redisson's setPermits). Use TrySetPermits to
+// initialise a semaphore that many processes share: SetPermits on every start
+// drives the count wrong when permits are out.
+func (s *ExpirableSemaphore) SetPermits(ctx context.Context, n int64) error {
+	if err := s.checkTotal(n); err != nil {
+		return err
+	}
+	return s.o.wrap(s.keys.SetTotal(ctx, s.o.c.rdb, n, s.o.c.publishCommand(ctx)))
+}
+
+// TrySetPermits creates the semaphore with n permits (n >= 0) if it does not
+// exist and reports whether it did; n is published.
+func (s *ExpirableSemaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
+	if err := s.checkTotal(n); err != nil {
+		return false, err
+	}
+	ok, err := lua.SemaphoreTrySet(ctx, s.o.c.rdb, s.o.name, n, 0, s.o.c.publishCommand(ctx), s.o.request())
+	return ok, s.o.wrap(err)
+}
+
+func (s *ExpirableSemaphore) checkTotal(n int64) error {
+	if err := s.o.check(); err != nil {
+		return err
+	}
+	if n < 0 {
+		return fmt.Errorf("%w: semaphore %s: negative permits %d", ErrInvalidArgument, quote(s.o.name), n)
+	}
+	return nil
+}
+
+// AddPermits adds delta (of any sign) to the available permits; a positive
+// delta is published (Redisson's addPermits).
+func (s *ExpirableSemaphore) AddPermits(ctx context.Context, delta int64) error {
+	if err := s.o.check(); err != nil {
+		return err
+	}
+	err := lua.SemaphoreAdd(ctx, s.o.c.rdb, s.o.name, delta, lua.PublishDelta, s.o.c.publishCommand(ctx), s.o.request())
+	return s.o.wrap(err)
+}
+
+// Delete deletes the semaphore, its count and its acquired permits, and
+// reports whether it existed. Handles of its permits end with ErrPermitLost at
+// their next renewal; waiters keep waiting.
+func (s *ExpirableSemaphore) Delete(ctx context.Context) (bool, error) {
+	if err := s.o.check(); err != nil {
+		return false, err
+	}
+	n, err := s.o.c.rdb.Del(ctx, s.o.name, lua.PermitTimeoutsName(s.o.name)).Result()
+	return n > 0, s.o.wrap(err)
+}

@@ -1,0 +1,164 @@
+package rlock
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/pubsub"
+)
+
+// CountDownLatch is a countdown latch shared through Redis, Redisson's
+// RCountDownLatch: the string key of its name holds the count, and the latch
+// is open when the key is absent (counted down to zero, or never set).
+// TrySetCount sets it; each CountDown takes one off; Await waits for zero.
+//
+// Beyond Redisson, Await tells a latch deleted while awaited (its delete
+// message heard and its key gone: ErrLatchDeleted) from one that opened, and
+// looks again at least every recheck interval (WithRecheckInterval), so that a
+// lost message delays it by at most that; Java's await waits for a message
+// only. A CountDownLatch is safe for concurrent use.
+type CountDownLatch struct {
+	o       syncObject
+	channel string
+}
+
+// NewCountDownLatch returns the latch name (Redisson's getCountDownLatch). A
+// name with braces is refused (every call returns an error matching
+// ErrInvalidArgument): Redisson's latch channel wraps the whole name in
+// braces, so it would hash to another Redis Cluster slot than the name.
+func (c *Client) NewCountDownLatch(name string) *CountDownLatch {
+	return &CountDownLatch{o: c.newSyncObject(name, "latch", lua.CheckLatchName), channel: lua.LatchChannel(name)}
+}
+
+// Name returns the latch's name.
+func (l *CountDownLatch) Name() string { return l.o.name }
+
+// TrySetCount sets the count to n (n >= 1) if the latch is not set, and
+// reports whether it did (Redisson's trySetCount).
+func (l *CountDownLatch) TrySetCount(ctx context.Context, n int64) (bool, error) {
+	if err := l.o.check(); err != nil {
+		return false, err
+	}
+	if n < 1 {
+		return false, fmt.Errorf("%w: latch %s: count must be at least 1, got %d", ErrInvalidArgument, quote(l.o.name), n)
+	}
+	ok, err := lua.LatchTrySet(ctx, l.o.c.rdb, l.o.name, n, l.o.c.publishCommand(ctx), l.o.request())
+	return ok, l.o.wrap(err)
+}
+
+// CountDown takes one off the count; at zero the latch opens (its key is
+// deleted) and every awaiter, in every process, returns. On a latch that is
+// not set it does nothing. A call go-redis sends again after a lost reply
+// counts once.
+func (l *CountDownLatch) CountDown(ctx context.Context) error {
+	if err := l.o.check(); err != nil {
+		return err
+	}
+	_, err := lua.LatchCountDown(ctx, l.o.c.rdb, l.o.name, l.o.c.publishCommand(ctx), l.o.request())
+	return l.o.wrap(err)
+}
+
+// Count returns the count: 0 when the latch is open or not set.
+func (l *CountDownLatch) Count(ctx context.Context) (int64, error) {
+	if err := l.o.check(); err != nil {
+		return 0, err
+	}
+	n, err := lua.Count(ctx, l.o.c.rdb, l.o.name)
+	return n, l.o.wrap(err)
+}
+
+// Delete deletes the latch and reports whether it was set. Awaiters in
+// holdfast clients return ErrLatchDeleted; Java's keep waiting.
+func (l *CountDownLatch) Delete(ctx context.Context) (bool, error) {
+	if err := l.o.check(); err != nil {
+		return false, err
+	}
+	ok, err := lua.LatchDelete(ctx, l.o.c.rdb, l.o.name, l.o.c.publishCommand(ctx), l.o.request())
+	return ok, l.o.wrap(err)
+}
+
+// Await waits until the count is zero: at once when it is (or the latch is
+// not set), else until the latch opens (nil), is deleted (an error matching
+// ErrLatchDeleted), or ctx is done (ctx's error; ErrClosed once the Client is
+// closed). A delete whose message is lost reads as an opening: the key is
+// gone either way.
+func (l *CountDownLatch) Await(ctx context.Context) error {
+	if err := l.o.check(); err != nil {
+		return err
+	}
+	news := l.o.c.latchNews(l.channel)
+	defer l.o.c.dropLatchNews(l.channel)
+	seen := news.snapshot()
+	first := true
+	_, err := waitFor(ctx, &l.o, l.channel, news.wake, time.Time{}, false, func(ctx context.Context) (turn[struct{}], error) {
+		if news.opened.Load() != seen.opened {
+			return turn[struct{}]{done: true}, nil
+		}
+		n, err := lua.Count(ctx, l.o.c.rdb, l.o.name)
+		switch {
+		case err != nil:
+			return turn[struct{}]{}, l.o.wrap(err)
+		case n > 0:
+			first = false
+			return turn[struct{}]{sleep: -1}, nil
+		case !first && news.reset.Load() != seen.reset && news.opened.Load() == seen.opened:
+			return turn[struct{}]{}, fmt.Errorf("%w: %s", ErrLatchDeleted, quote(l.o.name))
+		}
+		return turn[struct{}]{done: true}, nil
+	})
+	return err
+}
+
+// latchNews counts the messages a client heard on a latch's channel, for its
+// awaiters to tell an opening from a delete: its wake policy, shared by the
+// channel's subscriptions, counts them and wakes every awaiter.
+type latchNews struct {
+	awaiters int // guarded by Client.mu
+	opened   atomic.Uint64
+	reset    atomic.Uint64
+}
+
+// latchCounts is what an awaiter saw of a latchNews when it started.
+type latchCounts struct{ opened, reset uint64 }
+
+func (n *latchNews) snapshot() latchCounts {
+	return latchCounts{opened: n.opened.Load(), reset: n.reset.Load()}
+}
+
+// wake is the latch channel's wake policy: every message wakes every awaiter.
+func (n *latchNews) wake(payload string) int {
+	switch payload {
+	case lua.LatchOpenMessage:
+		n.opened.Add(1)
+	case lua.LatchResetMessage:
+		n.reset.Add(1)
+	}
+	return pubsub.All
+}
+
+// latchNews returns the news of the latch channel, counting one more awaiter.
+func (c *Client) latchNews(channel string) *latchNews {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.latches[channel]
+	if n == nil {
+		n = new(latchNews)
+		c.latches[channel] = n
+	}
+	n.awaiters++
+	return n
+}
+
+// dropLatchNews counts one awaiter less, forgetting the news with the last.
+func (c *Client) dropLatchNews(channel string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.latches[channel]; n != nil {
+		if n.awaiters--; n.awaiters == 0 {
+			delete(c.latches, channel)
+		}
+	}
+}

@@ -1,0 +1,167 @@
+package rlock
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/watchdog"
+)
+
+// Permits is one acquisition of permits of an ExpirableSemaphore: their ids,
+// and whether they are still held. Release gives them back. Done is closed when
+// they are released or lost, Err then says why; like a Lease, the handle never
+// reports permits valid past their deadline (the send time of the last
+// confirmed renewal, or of the acquisition, plus the lease). Permits is safe
+// for concurrent use.
+type Permits struct {
+	s     *ExpirableSemaphore
+	raw   []string         // the ids as the scripts take them: 16 raw bytes
+	holds []*watchdog.Hold // one per id: renewed (watchdog lease) or watched (fixed)
+	ended ending           // ended when released or lost
+}
+
+// grantPermits makes the handle of the permits ids, taken by an attempt sent
+// at sent with lease (0: a watchdog lease, life): their holds are watched or
+// renewed from now on. A reply that came after the permits' lease may have run
+// out gives them back and asks for another attempt at once.
+func (c *Client) grantPermits(ctx context.Context, s *ExpirableSemaphore, ids []string, sent time.Time, lease, life time.Duration) (*Permits, time.Duration, error) {
+	deadline := sent.Add(life)
+	if !time.Now().Before(deadline) {
+		_ = s.release(ctx, ids, hexIDs(ids))
+		return nil, 0, nil
+	}
+	p := &Permits{s: s, raw: ids}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ctx.Err() != nil {
+		go func() { _ = s.release(context.WithoutCancel(ctx), ids, hexIDs(ids)) }()
+		return nil, 0, ErrClosed
+	}
+	for _, id := range ids {
+		p.holds = append(p.holds, c.wd.Watch(lua.PermitRenewal(s.o.name, id), deadline, lease == 0, p.lose))
+	}
+	c.permits[p] = struct{}{}
+	return p, 0, nil
+}
+
+// Name returns the semaphore's name.
+func (p *Permits) Name() string { return p.s.o.name }
+
+// IDs returns the permits' ids, 32 lowercase hex digits each, as Redisson ≥
+// 3.17 shows them: ExpirableSemaphore.Release, UpdateLease and LeaseTime take
+// them, in any process.
+func (p *Permits) IDs() []string { return hexIDs(p.raw) }
+
+func hexIDs(raw []string) []string {
+	ids := make([]string, len(raw))
+	for i, r := range raw {
+		ids[i] = hex.EncodeToString([]byte(r))
+	}
+	return ids
+}
+
+// Done returns a channel closed when the permits are released or lost: their
+// lease ran out (WithPermitLease), a renewal found one gone (reclaimed,
+// released by id, the semaphore deleted), no renewal was confirmed in time, or
+// the Client was closed.
+func (p *Permits) Done() <-chan struct{} {
+	p.checkDeadline()
+	return p.ended.Done()
+}
+
+// Err returns nil while the permits are held, and then why they are not: an
+// error matching ErrReleased, ErrPermitLost, ErrUnlockUnconfirmed or ErrClosed.
+// It never returns nil past the permits' deadline.
+func (p *Permits) Err() error {
+	p.checkDeadline()
+	return p.ended.Err()
+}
+
+// checkDeadline ends p if one of its holds is past its deadline.
+func (p *Permits) checkDeadline() {
+	now := time.Now()
+	for _, h := range p.holds {
+		if reason := h.Overdue(now); reason != nil {
+			p.lose(reason)
+			return
+		}
+	}
+}
+
+// lose ends p, lost for reason (a watchdog's), and reports it.
+func (p *Permits) lose(reason error) {
+	c := p.s.o.c
+	err := fmt.Errorf("%w: semaphore %s: permits %v: %w", ErrPermitLost, quote(p.s.o.name), p.IDs(), reason)
+	if p.finish(err) {
+		c.reportLost(p.s.o.name, err)
+	}
+}
+
+// finish ends p with err, stops its holds and forgets it; false if p had
+// already ended.
+func (p *Permits) finish(err error) bool {
+	if p.ended.Err() != nil {
+		return false
+	}
+	p.ended.end(err)
+	for _, h := range p.holds {
+		h.Stop()
+	}
+	c := p.s.o.c
+	c.mu.Lock()
+	delete(c.permits, p)
+	c.mu.Unlock()
+	return true
+}
+
+// Release gives the permits back (all of them, in one round trip bounded by
+// the client's release timeout, not by ctx), waking waiters. Permits that had
+// ended give an error matching ErrNoSuchPermit and the reason they ended; a
+// release Redis does not confirm ends the handle with an error matching
+// ErrUnlockUnconfirmed: the permits are no longer renewed and return to the
+// pool within their lease.
+func (p *Permits) Release(ctx context.Context) error {
+	p.checkDeadline()
+	if err := p.ended.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrNoSuchPermit, err)
+	}
+	for _, h := range p.holds {
+		h.Stop()
+	}
+	err := p.s.release(ctx, p.raw, p.IDs())
+	switch {
+	case err == nil:
+		p.finish(fmt.Errorf("%w: semaphore %s: permits %v", ErrReleased, quote(p.s.o.name), p.IDs()))
+	case errors.Is(err, ErrNoSuchPermit):
+		p.finish(fmt.Errorf("%w: %w", ErrPermitLost, err))
+	default:
+		err = fmt.Errorf("%w: semaphore %s: release of permits %v not confirmed (%w); they are no longer renewed and return within their lease",
+			ErrUnlockUnconfirmed, quote(p.s.o.name), p.IDs(), err)
+		p.finish(err)
+	}
+	return err
+}
+
+// releasePermits gives back, at Close, the permits still held, and ends their
+// handles with ErrClosed.
+func (c *Client) releasePermits() {
+	c.mu.Lock()
+	open := make([]*Permits, 0, len(c.permits))
+	for p := range c.permits {
+		open = append(open, p)
+	}
+	c.mu.Unlock()
+	for _, p := range open {
+		err := p.s.release(context.Background(), p.raw, p.IDs())
+		if err != nil {
+			err = fmt.Errorf("%w: semaphore %s: Close could not release permits %v (%w)", ErrClosed, quote(p.s.o.name), p.IDs(), err)
+		} else {
+			err = fmt.Errorf("%w: semaphore %s: permits %v released by Close", ErrClosed, quote(p.s.o.name), p.IDs())
+		}
+		p.finish(err)
+	}
+}

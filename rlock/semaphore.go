@@ -1,0 +1,180 @@
+package rlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/holdfast-go/holdfast/lua"
+)
+
+// Semaphore is a counting semaphore shared through Redis, Redisson's
+// RSemaphore: the string key of its name holds the number of permits
+// available. It is not fair and has no owners: any goroutine of any client may
+// release permits, whether or not it acquired them, and a release adds permits
+// even beyond the count the semaphore started with (Java's semantics). A
+// permit taken by a process that dies is never returned; use an
+// ExpirableSemaphore where that matters.
+//
+// A semaphore that does not exist has no permits: create it with
+// TrySetPermits. Waiters block on the semaphore's channel, woken by releases
+// (as many as the permits released), and look again at least every recheck
+// interval (WithRecheckInterval), so that a lost message delays them by at
+// most that. Counts of permits to acquire or release must be at least 1: 0 and
+// negative counts fail with ErrInvalidArgument before any round trip. A
+// Semaphore is safe for concurrent use.
+type Semaphore struct{ o syncObject }
+
+// NewSemaphore returns the semaphore name (Redisson's getSemaphore). A name
+// whose channel would hash to another Redis Cluster slot is refused: every call
+// returns an error matching ErrInvalidArgument.
+func (c *Client) NewSemaphore(name string) *Semaphore {
+	return &Semaphore{o: c.newSyncObject(name, "semaphore", lua.CheckSemaphoreName)}
+}
+
+// Name returns the semaphore's name.
+func (s *Semaphore) Name() string { return s.o.name }
+
+// TryAcquireOption configures a Semaphore's TryAcquire: WithWaitTime.
+type TryAcquireOption interface{ applyTryAcquire(*time.Duration) }
+
+func (d WaitTime) applyTryAcquire(w *time.Duration) { *w = time.Duration(d) }
+
+// Acquire takes n permits, waiting until they are available or ctx is done:
+// then it returns an error matching ErrNotAcquired and ctx's error (ErrClosed
+// once the Client is closed). A waiter is woken by releases and looks again
+// at least every recheck interval. It costs one round trip when the permits
+// are there.
+func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
+	return s.acquire(ctx, n, true, time.Time{})
+}
+
+// TryAcquire takes n permits if they are available now (one round trip), or
+// with WithWaitTime as soon as they are within that time; otherwise it returns
+// an error matching ErrNotAcquired (and ctx's error if ctx ended the wait).
+func (s *Semaphore) TryAcquire(ctx context.Context, n int64, opts ...TryAcquireOption) error {
+	var wait time.Duration
+	for _, o := range opts {
+		o.applyTryAcquire(&wait)
+	}
+	if wait < 0 {
+		return fmt.Errorf("%w: negative wait time %v", ErrInvalidArgument, wait)
+	}
+	if wait == 0 {
+		return s.acquire(ctx, n, false, time.Time{})
+	}
+	return s.acquire(ctx, n, true, time.Now().Add(wait))
+}
+
+// acquire makes attempts, waiting between them if wait is set, until deadline
+// (zero: none) or ctx is done.
+func (s *Semaphore) acquire(ctx context.Context, n int64, wait bool, deadline time.Time) error {
+	if err := s.o.checkCount(n); err != nil {
+		return err
+	}
+	req := s.o.request()
+	attempt := func(ctx context.Context) (turn[bool], error) {
+		ok, err := lua.SemaphoreAcquire(ctx, s.o.c.rdb, s.o.name, n, req)
+		if err != nil {
+			return turn[bool]{}, s.o.wrap(err)
+		}
+		return turn[bool]{got: ok, done: ok || !wait, sleep: -1}, nil
+	}
+	if !wait {
+		t, err := attempt(ctx)
+		if err == nil && !t.got {
+			err = s.notAvailable(n)
+		}
+		return err
+	}
+	_, err := waitFor(ctx, &s.o, lua.SemaphoreChannel(s.o.name), semaphoreWake, deadline, true, attempt)
+	return err
+}
+
+// notAvailable is the error of an attempt that found fewer than n permits.
+func (s *Semaphore) notAvailable(n int64) error {
+	return fmt.Errorf("%w: semaphore %s has fewer than %d permits available", ErrNotAcquired, quote(s.o.name), n)
+}
+
+// Release gives n permits to the semaphore, creating it if it does not exist,
+// and publishes the new count, which wakes up to that many waiters (Redisson's
+// release). It makes one round trip, which does not end with ctx but with the
+// client's release timeout (WithReleaseTimeout), as Unlock.
+func (s *Semaphore) Release(ctx context.Context, n int64) error {
+	_, err := s.release(ctx, n, false)
+	return err
+}
+
+// ReleaseIfExists is Release for a semaphore that exists: it reports whether
+// the semaphore existed and got the permits (Redisson's releaseIfExists).
+func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int64) (bool, error) {
+	return s.release(ctx, n, true)
+}
+
+func (s *Semaphore) release(ctx context.Context, n int64, ifExists bool) (bool, error) {
+	if err := s.o.checkCount(n); err != nil {
+		return false, err
+	}
+	ctx, cancel := s.o.c.releaseContext(ctx)
+	defer cancel()
+	ok, err := lua.SemaphoreRelease(ctx, s.o.c.rdb, s.o.name, n, ifExists, s.o.c.publishCommand(ctx), s.o.request())
+	return ok, s.o.wrap(err)
+}
+
+// TrySetPermits creates the semaphore with n permits (n >= 0) if it does not
+// exist, and reports whether it did; a positive ttl makes the semaphore expire
+// after it (Redisson's trySetPermits(n) and trySetPermits(n, ttl)). The new
+// count is published, waking waiters.
+func (s *Semaphore) TrySetPermits(ctx context.Context, n int64, ttl time.Duration) (bool, error) {
+	if err := s.o.check(); err != nil {
+		return false, err
+	}
+	if n < 0 || ttl < 0 {
+		return false, fmt.Errorf("%w: semaphore %s: negative permits (%d) or time to live (%v)", ErrInvalidArgument, quote(s.o.name), n, ttl)
+	}
+	ok, err := lua.SemaphoreTrySet(ctx, s.o.c.rdb, s.o.name, n, ttl, s.o.c.publishCommand(ctx), s.o.request())
+	return ok, s.o.wrap(err)
+}
+
+// AddPermits adds delta permits (delta may be negative, and the count may go
+// to zero or below) and publishes the new count (Redisson's addPermits). The
+// semaphore is rewritten, which removes a time to live set by TrySetPermits.
+func (s *Semaphore) AddPermits(ctx context.Context, delta int64) error {
+	if err := s.o.check(); err != nil {
+		return err
+	}
+	err := lua.SemaphoreAdd(ctx, s.o.c.rdb, s.o.name, delta, lua.PublishTotal, s.o.c.publishCommand(ctx), s.o.request())
+	return s.o.wrap(err)
+}
+
+// AvailablePermits returns the number of permits available: 0 for a semaphore
+// that does not exist; it may be negative after AddPermits.
+func (s *Semaphore) AvailablePermits(ctx context.Context) (int64, error) {
+	if err := s.o.check(); err != nil {
+		return 0, err
+	}
+	n, err := lua.Count(ctx, s.o.c.rdb, s.o.name)
+	return n, s.o.wrap(err)
+}
+
+// DrainPermits takes every available permit and returns how many there were
+// (a negative count is set to 0 and returned); nothing is published
+// (Redisson's drainPermits).
+func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
+	if err := s.o.check(); err != nil {
+		return 0, err
+	}
+	n, err := lua.SemaphoreDrain(ctx, s.o.c.rdb, s.o.name, s.o.request())
+	return n, s.o.wrap(err)
+}
+
+// Delete deletes the semaphore and reports whether it existed. Waiters keep
+// waiting: a deleted semaphore has no permits. Nothing is published (as in
+// Redisson).
+func (s *Semaphore) Delete(ctx context.Context) (bool, error) {
+	if err := s.o.check(); err != nil {
+		return false, err
+	}
+	n, err := s.o.c.rdb.Del(ctx, s.o.name).Result()
+	return n > 0, s.o.wrap(err)
+}

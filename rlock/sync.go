@@ -1,0 +1,159 @@
+package rlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/pubsub"
+)
+
+// DefaultRecheckInterval bounds every sleep of a semaphore's or a latch's
+// waiter between two looks at Redis, when WithRecheckInterval is not given.
+const DefaultRecheckInterval = time.Second
+
+// WithRecheckInterval sets how long a waiter of a Semaphore, an
+// ExpirableSemaphore or a CountDownLatch sleeps at most between two looks at
+// Redis when no message wakes it: the bound on the delay a lost release message
+// (a pub/sub connection lost at the wrong moment, a count written without a
+// publish) can cause. Redisson's waiters on these objects have no such bound.
+// Lock waiters are bounded by the holder's lease instead. Default:
+// DefaultRecheckInterval.
+func WithRecheckInterval(d time.Duration) ClientOption {
+	return func(o *clientOptions) { o.recheck = d }
+}
+
+// syncObject is what the synchronizers (Semaphore, ExpirableSemaphore,
+// CountDownLatch) share: their client, their name, and why the name is
+// refused, if it is.
+type syncObject struct {
+	c    *Client
+	name string
+	noun string // "semaphore" or "latch", for errors
+	bad  error  // the name's refusal; every call returns it
+}
+
+// newSyncObject returns the object name, checked by check.
+func (c *Client) newSyncObject(name, noun string, check func(string) error) syncObject {
+	o := syncObject{c: c, name: name, noun: noun}
+	if name == "" {
+		o.bad = fmt.Errorf("%w: empty %s name", ErrInvalidArgument, noun)
+	} else if err := check(name); err != nil {
+		o.bad = fmt.Errorf("%w: %s name %s: %w", ErrInvalidArgument, noun, quote(name), err)
+	}
+	return o
+}
+
+// check returns why no call on o can run: a refused name, a closed client.
+func (o *syncObject) check() error {
+	if o.bad != nil {
+		return o.bad
+	}
+	if o.c.ctx.Err() != nil {
+		return ErrClosed
+	}
+	return nil
+}
+
+// checkCount returns why n cannot be the number of permits a call takes or
+// gives: every such call wants at least one.
+func (o *syncObject) checkCount(n int64) error {
+	if n < 1 {
+		return fmt.Errorf("%w: %s %s: permits must be at least 1, got %d", ErrInvalidArgument, o.noun, quote(o.name), n)
+	}
+	return o.check()
+}
+
+// wrap names the object in err, and reads a WRONGTYPE reply as ErrWrongType.
+func (o *syncObject) wrap(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case lua.IsWrongType(err):
+		return fmt.Errorf("%w: %s is not a %s (%v)", ErrWrongType, quote(o.name), o.noun, err)
+	case errors.Is(err, pubsub.ErrClosed):
+		return ErrClosed
+	}
+	return fmt.Errorf("rlock: %s %s: %w", o.noun, quote(o.name), err)
+}
+
+// request returns a new request key for a call that changes a count (see
+// lua.Request).
+func (o *syncObject) request() lua.Request { return lua.NewRequest(o.name, o.c.latchTTL) }
+
+// waitFor runs attempt until it ends the wait (await), listening to channel with
+// the wake policy between attempts, each sleep bounded by the one the attempt
+// asks for and by the recheck interval. It ends with ctx, with deadline (zero:
+// none) and with Close: it returns then ErrClosed, or for an acquisition
+// (acquiring) an error matching ErrNotAcquired and ctx's error, else ctx's
+// error.
+func waitFor[T any](ctx context.Context, o *syncObject, channel string, wake pubsub.WakePolicy, deadline time.Time,
+	acquiring bool, attempt func(context.Context) (turn[T], error)) (T, error) {
+	c := o.c
+	ctx, stop := c.waitContext(ctx, deadline)
+	defer stop()
+	var sub subscription
+	defer func() {
+		if sub != nil {
+			sub.Close()
+		}
+	}()
+	got, err := await(ctx, waitPlan[T]{
+		attempt: func(ctx context.Context) (turn[T], error) {
+			t, err := attempt(ctx)
+			if t.sleep < 0 || t.sleep > c.opts.recheck {
+				t.sleep = c.opts.recheck
+			}
+			return t, err
+		},
+		subscribe: func(ctx context.Context) (waker, error) {
+			s, err := c.listen(ctx, channel, wake)
+			sub = s
+			return s, o.wrap(err)
+		},
+	})
+	switch {
+	case err == nil || ctx.Err() == nil:
+		return got, err
+	case errors.Is(context.Cause(ctx), ErrClosed):
+		return got, ErrClosed
+	case acquiring:
+		return got, stopped(ctx, o.name)
+	}
+	return got, ctx.Err()
+}
+
+// listen subscribes to a synchronizer's channel: SSUBSCRIBE where the scripts
+// SPUBLISH (a Redis 7 Cluster), else SUBSCRIBE.
+func (c *Client) listen(ctx context.Context, channel string, wake pubsub.WakePolicy) (subscription, error) {
+	subscribe := c.hub.Subscribe
+	if c.shardedPubSub(ctx) {
+		subscribe = c.hub.SSubscribe
+	}
+	s, err := subscribe(ctx, channel, wake)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// semaphoreWake is the wake policy of a semaphore's channel (both kinds share
+// it, as Redisson's entry): a message carries the permits now available, or
+// released, and wakes that many waiters of this client (the hub caps it at the
+// number waiting); a count of 0 or below wakes none. A payload that is not a
+// number wakes one, to look.
+func semaphoreWake(payload string) int {
+	v, err := strconv.ParseInt(payload, 10, 64)
+	switch {
+	case err != nil:
+		return 1
+	case v <= 0:
+		return 0
+	case v > int64(pubsub.All):
+		return pubsub.All
+	}
+	return int(v)
+}
