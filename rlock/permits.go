@@ -36,15 +36,18 @@ func (c *Client) grantPermits(ctx context.Context, s *ExpirableSemaphore, ids []
 	}
 	p := &Permits{s: s, raw: ids}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.ctx.Err() != nil {
-		go func() { _ = s.release(context.WithoutCancel(ctx), ids, hexIDs(ids)) }()
+	closed := c.ctx.Err() != nil
+	if !closed {
+		for _, id := range ids {
+			p.holds = append(p.holds, c.wd.Watch(lua.PermitRenewal(s.o.name, id), deadline, lease == 0, p.lose))
+		}
+		c.permits[p] = struct{}{}
+	}
+	c.mu.Unlock()
+	if closed { // Close has given back the permits it knew of: give these back too
+		_ = s.release(ctx, ids, hexIDs(ids))
 		return nil, 0, ErrClosed
 	}
-	for _, id := range ids {
-		p.holds = append(p.holds, c.wd.Watch(lua.PermitRenewal(s.o.name, id), deadline, lease == 0, p.lose))
-	}
-	c.permits[p] = struct{}{}
 	return p, 0, nil
 }
 
