@@ -34,13 +34,14 @@ func (e *ending) Err() error {
 	return e.err
 }
 
-// end ends e with err (not nil), once: the first reason stands. It then calls
-// the functions given to onEnd, without e's mutex held.
-func (e *ending) end(err error) {
+// end ends e with err (not nil), once: the first reason stands, and end
+// reports whether it was this one. It then calls the functions given to onEnd,
+// without e's mutex held.
+func (e *ending) end(err error) bool {
 	e.mu.Lock()
 	if e.err != nil {
 		e.mu.Unlock()
-		return
+		return false
 	}
 	e.err = err
 	if e.done != nil {
@@ -52,6 +53,7 @@ func (e *ending) end(err error) {
 	for _, f := range notify {
 		f(err)
 	}
+	return true
 }
 
 // restate replaces the reason of an ended e: an Unlock that was not confirmed,

@@ -109,7 +109,7 @@ func newMultiLease(parts []*Lease, validUntil time.Time) *MultiLease {
 		l.ended.onEnd(func(error) { l.timer.Stop() })
 	}
 	for _, p := range parts {
-		p.ended.onEnd(l.ended.end)
+		p.ended.onEnd(func(err error) { l.ended.end(err) })
 	}
 	return l
 }

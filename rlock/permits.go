@@ -107,10 +107,9 @@ func (p *Permits) lose(reason error) {
 // finish ends p with err, stops its holds and forgets it; false if p had
 // already ended.
 func (p *Permits) finish(err error) bool {
-	if p.ended.Err() != nil {
+	if !p.ended.end(err) {
 		return false
 	}
-	p.ended.end(err)
 	for _, h := range p.holds {
 		h.Stop()
 	}
