@@ -54,12 +54,25 @@
 // majority of independent primaries. docs/safety.md says what each mode
 // guarantees.
 //
+// # Semaphores and latches
+//
+// The Client also makes Redisson's synchronizers, on the same keys, channels
+// and messages, so that Go and Java processes share them: Semaphore
+// (RSemaphore: a count of permits, no owners), ExpirableSemaphore
+// (RPermitExpirableSemaphore: permits with ids and leases; an acquisition
+// returns a Permits handle, renewed by the watchdog unless it has a fixed
+// lease, whose Done and Err tell when its permits are lost) and CountDownLatch
+// (RCountDownLatch). Their waiters block on pub/sub like lock waiters and look
+// again at least every recheck interval (WithRecheckInterval), so a lost
+// message cannot leave them waiting for ever, as it can in Redisson.
+//
 // # Errors
 //
 // Errors are values wrapping the sentinels of this package (ErrNotAcquired,
 // ErrNotHeld, ErrLockLost, ErrUnlocked, ErrUnlockUnconfirmed, ErrWrongType,
 // ErrConflict, ErrNonReentrant, ErrUpgrade, ErrNotReplicated, ErrClosed,
-// ErrInvalidArgument); test them with errors.Is. Two carry data:
+// ErrInvalidArgument, and for the synchronizers ErrPermitLost, ErrNoSuchPermit,
+// ErrReleased, ErrLatchDeleted); test them with errors.Is. Two carry data:
 // *NotReplicatedError and *UnlockUnconfirmedError. Redis errors are wrapped as
 // they come.
 package rlock
