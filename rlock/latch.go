@@ -26,9 +26,10 @@ type CountDownLatch struct {
 }
 
 // NewCountDownLatch returns the latch name (Redisson's getCountDownLatch). A
-// name with braces is refused (every call returns an error matching
-// ErrInvalidArgument): Redisson's latch channel wraps the whole name in
-// braces, so it would hash to another Redis Cluster slot than the name.
+// name with a '}' (or an empty one) is refused, every call returning an error
+// matching ErrInvalidArgument: Redisson's latch channel wraps the whole name
+// in braces, so for such a name it would hash to another Redis Cluster slot
+// than the name (lua.CheckLatchName).
 func (c *Client) NewCountDownLatch(name string) *CountDownLatch {
 	return &CountDownLatch{o: c.newSyncObject(name, "latch", lua.CheckLatchName), channel: lua.LatchChannel(name)}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
@@ -19,9 +20,12 @@ import (
 // for concurrent use.
 type Permits struct {
 	s     *ExpirableSemaphore
-	raw   []string         // the ids as the scripts take them: 16 raw bytes
-	holds []*watchdog.Hold // one per id: renewed (watchdog lease) or watched (fixed)
-	ended ending           // ended when released or lost
+	raw   []string // the ids as the scripts take them: 16 raw bytes
+	ended ending   // ended when released or lost
+
+	mu      sync.Mutex
+	holds   []*watchdog.Hold // one per id: renewed (watchdog lease) or watched (fixed)
+	sending bool             // a release (Release, Close) is in flight or was confirmed
 }
 
 // grantPermits makes the handle of the permits ids, taken by an attempt sent
@@ -38,9 +42,11 @@ func (c *Client) grantPermits(ctx context.Context, s *ExpirableSemaphore, ids []
 	c.mu.Lock()
 	closed := c.ctx.Err() != nil
 	if !closed {
+		p.mu.Lock()
 		for _, id := range ids {
 			p.holds = append(p.holds, c.wd.Watch(lua.PermitRenewal(s.o.name, id), deadline, lease == 0, p.lose))
 		}
+		p.mu.Unlock()
 		c.permits[p] = struct{}{}
 	}
 	c.mu.Unlock()
@@ -87,7 +93,7 @@ func (p *Permits) Err() error {
 // checkDeadline ends p if one of its holds is past its deadline.
 func (p *Permits) checkDeadline() {
 	now := time.Now()
-	for _, h := range p.holds {
+	for _, h := range p.watched() {
 		if reason := h.Overdue(now); reason != nil {
 			p.lose(reason)
 			return
@@ -110,9 +116,7 @@ func (p *Permits) finish(err error) bool {
 	if !p.ended.end(err) {
 		return false
 	}
-	for _, h := range p.holds {
-		h.Stop()
-	}
+	p.stopHolds()
 	c := p.s.o.c
 	c.mu.Lock()
 	delete(c.permits, p)
@@ -121,31 +125,69 @@ func (p *Permits) finish(err error) bool {
 }
 
 // Release gives the permits back (all of them, in one round trip bounded by
-// the client's release timeout, not by ctx), waking waiters. Permits that had
-// ended give an error matching ErrNoSuchPermit and the reason they ended; a
-// release Redis does not confirm ends the handle with an error matching
-// ErrUnlockUnconfirmed: the permits are no longer renewed and return to the
-// pool within their lease.
+// the client's release timeout, not by ctx), waking waiters. Permits already
+// given back give an error matching ErrNoSuchPermit. Permits whose handle
+// ended (lost) are still sent back, in case Redis has them yet (a lease
+// extended by UpdateLease, say): nil if it had, else an error matching
+// ErrNoSuchPermit and the loss. A release Redis does not confirm ends the
+// handle with an error matching ErrUnlockUnconfirmed (the permits are no
+// longer renewed and return to the pool within their lease); Release may be
+// called again to resend it.
 func (p *Permits) Release(ctx context.Context) error {
 	p.checkDeadline()
-	if err := p.ended.Err(); err != nil {
-		return fmt.Errorf("%w: %w", ErrNoSuchPermit, err)
+	if !p.claim() {
+		return fmt.Errorf("%w: %w", ErrNoSuchPermit, p.ended.Err())
 	}
-	for _, h := range p.holds {
-		h.Stop()
-	}
+	p.stopHolds()
+	lost := p.ended.Err()
 	err := p.s.release(ctx, p.raw, p.IDs())
 	switch {
 	case err == nil:
 		p.finish(fmt.Errorf("%w: semaphore %s: permits %v", ErrReleased, quote(p.s.o.name), p.IDs()))
+		return nil
+	case errors.Is(err, ErrNoSuchPermit) && lost != nil:
+		return fmt.Errorf("%w: %w", err, lost)
 	case errors.Is(err, ErrNoSuchPermit):
 		p.finish(fmt.Errorf("%w: %w", ErrPermitLost, err))
-	default:
-		err = fmt.Errorf("%w: semaphore %s: release of permits %v not confirmed (%w); they are no longer renewed and return within their lease",
-			ErrUnlockUnconfirmed, quote(p.s.o.name), p.IDs(), err)
-		p.finish(err)
+		return err
 	}
+	p.unclaim()
+	err = fmt.Errorf("%w: semaphore %s: release of permits %v not confirmed (%w); they are no longer renewed and return within their lease",
+		ErrUnlockUnconfirmed, quote(p.s.o.name), p.IDs(), err)
+	p.finish(err)
 	return err
+}
+
+// claim marks a release as sent; false if one already was.
+func (p *Permits) claim() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sending {
+		return false
+	}
+	p.sending = true
+	return true
+}
+
+// unclaim allows another release after one whose outcome is unknown.
+func (p *Permits) unclaim() {
+	p.mu.Lock()
+	p.sending = false
+	p.mu.Unlock()
+}
+
+// watched returns the permits' holds.
+func (p *Permits) watched() []*watchdog.Hold {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.holds
+}
+
+// stopHolds stops renewing and watching the permits.
+func (p *Permits) stopHolds() {
+	for _, h := range p.watched() {
+		h.Stop()
+	}
 }
 
 // releasePermits gives back, at Close, the permits still held, and ends their
@@ -158,6 +200,9 @@ func (c *Client) releasePermits() {
 	}
 	c.mu.Unlock()
 	for _, p := range open {
+		if !p.claim() {
+			continue // its Release ends it
+		}
 		err := p.s.release(context.Background(), p.raw, p.IDs())
 		if err != nil {
 			err = fmt.Errorf("%w: semaphore %s: Close could not release permits %v (%w)", ErrClosed, quote(p.s.o.name), p.IDs(), err)
