@@ -89,7 +89,8 @@ func WithOnLost(f func(name string, err error)) ClientOption {
 // and fails with ErrNotReplicated: after a failover to a replica that missed it,
 // another owner could take the lock too. Default: no acknowledgement (one
 // primary's word, as bsm/redislock and redsync on one server). A timeout of zero
-// means 1 s. WithAcks overrides it for one call.
+// means 1 s. WithAcks overrides it for one call. It applies to locks only: the
+// semaphores' and the latch's scripts do not wait for replicas yet.
 func WithReplicaAcks(replicas int, timeout time.Duration) ClientOption {
 	return func(o *clientOptions) { o.acks = lua.Acks{Replicas: replicas, Timeout: timeout} }
 }
