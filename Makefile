@@ -19,7 +19,7 @@ BENCH_OUT ?= $(CURDIR)/bench/out
 GOFILES = $(shell find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*')
 
 .DEFAULT_GOAL := test
-.PHONY: test lint fmt-check vet vet-containers test-root test-integration setup bench bench-docs soak
+.PHONY: test lint fmt-check vet vet-containers test-root test-integration setup bench bench-semaphore bench-docs soak
 
 ## test: the CI test command: setup (installs redis-server when missing), lint, then race
 ## tests of both modules. One command on a fresh clone; setup is quick and silent but for
@@ -59,11 +59,20 @@ test-integration:
 setup:
 	@bash scripts/setup.sh
 
-## bench: run the benchmark tool (about 4 minutes) and write its report to $(BENCH_OUT),
+## bench: run the benchmark tool (about 4 minutes), then bench-semaphore, writing to $(BENCH_OUT),
 ## leaving the tracked docs/performance.md alone.
 bench:
 	cd bench && $(GO) run ./cmd/holdfast-bench -out $(abspath $(BENCH_OUT)) $(BENCHARGS)
 	@echo "bench: report in $(abspath $(BENCH_OUT))/performance.md; \`make bench-docs\` updates docs/performance.md and docs/img/"
+	$(MAKE) bench-semaphore BENCH_OUT=$(abspath $(BENCH_OUT))
+
+## bench-semaphore: the semaphores against the Mutex, PING and a polling Redis semaphore (about
+## 1.5 minutes; arguments in SEMBENCHARGS): writes $(BENCH_OUT)/semaphore.md, then runs the Go
+## benchmarks of the uncontended cycles (integration/semaphore_bench_test.go).
+SEMBENCHARGS ?=
+bench-semaphore:
+	cd bench && $(GO) run ./cmd/semaphore-bench -out $(abspath $(BENCH_OUT)) $(SEMBENCHARGS)
+	cd integration && $(GO) test -run '^$$' -bench 'Semaphore' -benchtime 2000x .
 
 ## bench-docs: the same run, rewriting docs/performance.md and docs/img/ (commit them).
 bench-docs:
