@@ -1,0 +1,988 @@
+package integration
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/holdfast-go/holdfast/integration/redistest"
+	"github.com/holdfast-go/holdfast/rlock"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// Interop of the synchronizers (issue 19, item 6) with a simulated Java peer
+// (javapeer_sync_test.go), both directions for each object: a Java release
+// wakes a Go waiter and the reverse, a Go permit id is released by the Java
+// script and the reverse, and every payload holdfast publishes is the decimal
+// integer Java would publish for the same operation (§2.14), checked by a
+// subscriber that decodes as Java's LongCodec does.
+//
+// The Go clients re-check a blocked wait only once a minute
+// (WithRecheckInterval), so a Go waiter that returns within wakeBound was woken
+// by the message.
+
+// wakeBound is how soon a waiter must return after the message that wakes it.
+const wakeBound = 5 * time.Second
+
+// syncEnv is where a synchronizer interop scenario runs: one Redis or a Cluster.
+type syncEnv struct {
+	rdb  redis.UniversalClient // the Java peer's and the test's connection
+	c    *rlock.Client         // on a go-redis client of its own, watched by calls
+	name string
+	java javaSync
+	// calls counts the Go client's commands on the object (see goCalls).
+	calls *goCalls
+	// subscribers counts the connections subscribed to a channel (shard
+	// channels on a cluster).
+	subscribers func(ctx context.Context, channel string) int64
+	// subscribe subscribes like a Java client (SSUBSCRIBE on a cluster).
+	subscribe func(ctx context.Context, channels ...string) *redis.PubSub
+	// publish publishes like a Java client (SPUBLISH on a cluster).
+	publish func(ctx context.Context, channel, payload string) error
+}
+
+// syncClientOptions are the options of every Go client of these tests: only a
+// message can wake a waiter within wakeBound.
+func syncClientOptions(opts []rlock.ClientOption) []rlock.ClientOption {
+	return append([]rlock.ClientOption{rlock.WithRecheckInterval(time.Minute)}, opts...)
+}
+
+func standaloneSync(t *testing.T, opts ...rlock.ClientOption) syncEnv {
+	srv := redistest.Shared(t)
+	rdb, goRdb := srv.Client(t), srv.Client(t)
+	name := redistest.Name(t)
+	calls := &goCalls{name: name}
+	goRdb.AddHook(calls)
+	return syncEnv{
+		rdb: rdb, c: newClient(t, goRdb, syncClientOptions(opts)...), name: name, calls: calls,
+		java:        javaSync{rdb: rdb, publish: "PUBLISH"},
+		subscribers: func(ctx context.Context, ch string) int64 { return rdb.PubSubNumSub(ctx, ch).Val()[ch] },
+		subscribe:   func(ctx context.Context, chs ...string) *redis.PubSub { return rdb.Subscribe(ctx, chs...) },
+		publish: func(ctx context.Context, ch, payload string) error {
+			return rdb.Publish(ctx, ch, payload).Err()
+		},
+	}
+}
+
+func clusterSync(t *testing.T, cl *redistest.Cluster, opts ...rlock.ClientOption) syncEnv {
+	rdb, goRdb := cl.Client(t), cl.Client(t)
+	name := redistest.Name(t)
+	calls := &goCalls{name: name}
+	goRdb.AddHook(calls)
+	return syncEnv{
+		rdb: rdb, c: newClient(t, goRdb, syncClientOptions(opts)...), name: name, calls: calls,
+		java:        javaSync{rdb: rdb, publish: "SPUBLISH"},
+		subscribers: func(ctx context.Context, ch string) int64 { _, n := clusterSubscribers(ctx, cl, ch); return n },
+		subscribe:   func(ctx context.Context, chs ...string) *redis.PubSub { return rdb.SSubscribe(ctx, chs...) },
+		publish: func(ctx context.Context, ch, payload string) error {
+			return rdb.SPublish(ctx, ch, payload).Err()
+		},
+	}
+}
+
+// javaSubscribe subscribes a Java subscriber to channel, and waits for the
+// subscription's confirmation.
+func javaSubscribe(t *testing.T, env syncEnv, channel string) *javaSubscriber {
+	t.Helper()
+	ctx := testCtx(t, 10*time.Second)
+	marker := "javapeer_marker:{" + env.name + "}" // the slot of the object's channels
+	ps := env.subscribe(ctx, channel, marker)
+	t.Cleanup(func() { _ = ps.Close() })
+	for range 2 {
+		v, err := ps.Receive(ctx)
+		require.NoError(t, err)
+		require.IsType(t, &redis.Subscription{}, v)
+	}
+	return &javaSubscriber{t: t, msgs: ps.Channel(redis.WithChannelSize(1000)),
+		channel: channel, marker: marker, pub: env.publish}
+}
+
+// waitSubscribed waits until n connections are subscribed to channel (the
+// Java subscriber plus holdfast's subscriber connection).
+func waitSubscribed(t *testing.T, ctx context.Context, env syncEnv, channel string, n int64) {
+	t.Helper()
+	require.Eventually(t, func() bool { return env.subscribers(ctx, channel) >= n },
+		wakeBound, 5*time.Millisecond, "holdfast did not subscribe to %s", channel)
+}
+
+// goCalls counts the commands a Go client sends on one object: the scripts
+// whose first key is the object's key, and GETs of it. It tells a test when
+// its Go waiters are asleep: a holdfast waiter makes an attempt, subscribes,
+// makes a second attempt once subscribed, and then sleeps until a message or
+// its recheck interval (a minute here); it makes no further attempt unless
+// woken. So once w waiters started after the count was n, a count of n + 2w
+// means all of them are asleep, and any later attempt was caused by a message.
+type goCalls struct {
+	name string
+	mu   sync.Mutex
+	n    int
+}
+
+func (g *goCalls) count() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n
+}
+
+func (g *goCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (g *goCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (g *goCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if (err == nil || errors.Is(err, redis.Nil)) && g.onObject(cmd.Args()) {
+			g.mu.Lock()
+			g.n++
+			g.mu.Unlock()
+		}
+		return err
+	}
+}
+
+func (g *goCalls) onObject(args []any) bool {
+	if len(args) < 2 {
+		return false
+	}
+	switch strings.ToLower(fmt.Sprint(args[0])) {
+	case "get":
+		return fmt.Sprint(args[1]) == g.name
+	case "evalsha", "eval", "evalsha_ro", "eval_ro":
+		return len(args) > 3 && fmt.Sprint(args[2]) != "0" && fmt.Sprint(args[3]) == g.name
+	}
+	return false
+}
+
+// waitAsleep waits until the Go client made want more calls on the object
+// than from.
+func waitAsleep(t *testing.T, env syncEnv, from, want int, what string) {
+	t.Helper()
+	require.Eventually(t, func() bool { return env.calls.count()-from >= want },
+		wakeBound, time.Millisecond, "%s: %d calls, want %d", what, env.calls.count()-from, want)
+}
+
+// goAsync runs f on a goroutine and delivers its error.
+func goAsync(f func() error) <-chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- f() }()
+	return ch
+}
+
+// within returns what ch delivers, failing the test when nothing comes within d.
+func within(t *testing.T, ch <-chan error, d time.Duration, what string) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(d):
+		t.Fatalf("%s: not within %v", what, d)
+		return nil
+	}
+}
+
+// stillWaiting checks that nothing comes on ch for a short while.
+func stillWaiting(t *testing.T, ch <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-ch:
+		t.Fatalf("%s returned early: %v", what, err)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// zscore returns the score of a permit id in the timeout zset.
+func zscore(t *testing.T, env syncEnv, id []byte) (int64, bool) {
+	t.Helper()
+	s, err := env.rdb.ZScore(context.Background(), javaTimeoutKey(env.name), string(id)).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, false
+	}
+	require.NoError(t, err)
+	require.Equal(t, math.Trunc(s), s, "scores are integer epoch ms")
+	return int64(s), true
+}
+
+// waitPast waits until the local clock (the clock every peer here reads) is
+// past the epoch ms ms.
+func waitPast(t *testing.T, ms int64) {
+	t.Helper()
+	require.Eventually(t, func() bool { return javaNow() > ms }, 10*time.Second, time.Millisecond)
+}
+
+// requireDecimal checks that the key holds a counter Java's LongCodec reads.
+func requireDecimal(t *testing.T, env syncEnv, want int64) {
+	t.Helper()
+	v, err := env.rdb.Get(context.Background(), env.name).Result()
+	require.NoError(t, err)
+	require.Equal(t, want, javaDecode(t, env.name, v))
+}
+
+// idHex is the id as Redisson shows it to the caller: 32 lowercase hex characters.
+func idHex(id []byte) string { return hex.EncodeToString(id) }
+
+// ---- Semaphore (RSemaphore) ----
+
+func TestInteropSemaphoreJavaWakesGo(t *testing.T) {
+	interopSemaphoreJavaWakesGo(t, standaloneSync(t))
+}
+
+// interopSemaphoreJavaWakesGo: Java's trySetPermits, release, releaseIfExists
+// and addPermits each wake blocked Go acquirers, and a published value v wakes
+// up to v of them.
+func interopSemaphoreJavaWakesGo(t *testing.T, env syncEnv) {
+	ctx := testCtx(t, 60*time.Second)
+	name, java, ch := env.name, env.java, javaSemaphoreChannel(env.name)
+	s := env.c.NewSemaphore(name)
+	sub := javaSubscribe(t, env, ch)
+
+	// A Go Acquire on a semaphore nobody initialised waits (Redisson's #4401:
+	// Java would wait forever); Java's trySetPermits wakes it.
+	from := env.calls.count()
+	got := goAsync(func() error { return s.Acquire(ctx, 1) })
+	waitSubscribed(t, ctx, env, ch, 2)
+	waitAsleep(t, env, from, 2, "Go Acquire on an absent semaphore")
+	ok, err := java.semTrySetPermits(ctx, name, 1, 0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, within(t, got, wakeBound, "Go Acquire after Java trySetPermits"))
+	requireDecimal(t, env, 0)
+	require.Equal(t, []int64{1}, sub.until(), "only Java's trySetPermits published: a Go acquire publishes nothing")
+
+	// A Java release of 2 wakes two Go waiters of one client.
+	require.ErrorIs(t, s.TryAcquire(ctx, 1), rlock.ErrNotAcquired)
+	from = env.calls.count()
+	g1 := goAsync(func() error { return s.Acquire(ctx, 1) })
+	g2 := goAsync(func() error { return s.Acquire(ctx, 1) })
+	waitSubscribed(t, ctx, env, ch, 2)
+	waitAsleep(t, env, from, 4, "two Go Acquires")
+	require.NoError(t, java.semRelease(ctx, name, 2))
+	require.NoError(t, within(t, g1, wakeBound, "one of two Go Acquires woken by Java release(2)"))
+	require.NoError(t, within(t, g2, wakeBound, "the other of two Go Acquires woken by Java release(2)"))
+	requireDecimal(t, env, 0)
+
+	// A Go waiter for 2 is not satisfied by Java's releaseIfExists(1) but is
+	// by the addPermits(1) that follows.
+	from = env.calls.count()
+	g := goAsync(func() error { return s.Acquire(ctx, 2) })
+	waitSubscribed(t, ctx, env, ch, 2)
+	waitAsleep(t, env, from, 2, "Go Acquire(2)")
+	from = env.calls.count()
+	ok, err = java.semReleaseIfExists(ctx, name, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	waitAsleep(t, env, from, 1, "Go Acquire(2) woken by the message 1")
+	stillWaiting(t, g, "Go Acquire(2) with 1 permit")
+	require.NoError(t, java.semAddPermits(ctx, name, 1))
+	require.NoError(t, within(t, g, wakeBound, "Go Acquire(2) after Java addPermits"))
+
+	n, err := s.AvailablePermits(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	n, err = java.semAvailable(ctx, name)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Equal(t, []int64{2, 1, 2}, sub.until(), "Java's release, releaseIfExists, addPermits; nothing from Go")
+}
+
+func TestInteropSemaphoreGoWakesJava(t *testing.T) {
+	interopSemaphoreGoWakesJava(t, standaloneSync(t))
+}
+
+// interopSemaphoreGoWakesJava: every Go operation publishes exactly what Java
+// publishes for it (§2.11, §2.14), and a Go release lets a Java waiter acquire.
+func interopSemaphoreGoWakesJava(t *testing.T, env syncEnv) {
+	ctx := testCtx(t, 60*time.Second)
+	name, java := env.name, env.java
+	s := env.c.NewSemaphore(name)
+	sub := javaSubscribe(t, env, javaSemaphoreChannel(name))
+
+	ok, err := s.TrySetPermits(ctx, 1, 0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, int64(1), sub.next(wakeBound), "trySetPermits publishes n")
+	ok, err = java.semTryAcquire(ctx, name, 1)
+	require.NoError(t, err)
+	require.True(t, ok, "Java acquires the permit Go set")
+	ok, err = java.semTryAcquire(ctx, name, 1)
+	require.NoError(t, err)
+	require.False(t, ok, "the Java peer now waits for a message")
+
+	// The Java waiter hears the Go release and acquires.
+	require.NoError(t, s.Release(ctx, 1))
+	require.Equal(t, int64(1), sub.next(wakeBound), "release publishes the new available value")
+	ok, err = java.semTryAcquire(ctx, name, 1)
+	require.NoError(t, err)
+	require.True(t, ok, "Java acquires after the Go release")
+	require.ErrorIs(t, s.TryAcquire(ctx, 1), rlock.ErrNotAcquired)
+	require.Empty(t, sub.until())
+
+	// Each Go operation, with the value Java's script publishes for it.
+	require.NoError(t, s.Release(ctx, 3)) // 0+3 = 3
+	ok, err = s.ReleaseIfExists(ctx, 2)   // 3+2 = 5
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, s.AddPermits(ctx, -6)) // published although ≤ 0: -1
+	require.NoError(t, s.AddPermits(ctx, 1))  // 0
+	require.ErrorIs(t, s.TryAcquire(ctx, 1), rlock.ErrNotAcquired)
+	require.NoError(t, s.AddPermits(ctx, -2)) // -2
+	n, err := s.DrainPermits(ctx)             // no message
+	require.NoError(t, err)
+	require.Equal(t, int64(-2), n, "drain of a negative count returns it")
+	requireDecimal(t, env, 0)
+	ok, err = s.TrySetPermits(ctx, 9, 0) // exists: nothing
+	require.NoError(t, err)
+	require.False(t, ok)
+	ok, err = s.Delete(ctx) // Java's delete publishes nothing for a semaphore
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = s.ReleaseIfExists(ctx, 1) // absent: nothing
+	require.NoError(t, err)
+	require.False(t, ok)
+	ok, err = s.TrySetPermits(ctx, 2, time.Minute) // 2, with PX
+	require.NoError(t, err)
+	require.True(t, ok)
+	pttl, err := env.rdb.PTTL(ctx, name).Result()
+	require.NoError(t, err)
+	require.Greater(t, pttl, 50*time.Second)
+	require.LessOrEqual(t, pttl, time.Minute)
+	require.Equal(t, []int64{3, 5, -1, 0, -2, 2}, sub.until())
+
+	ok, err = java.semTryAcquire(ctx, name, 2)
+	require.NoError(t, err)
+	require.True(t, ok, "Java acquires the permits of Go's trySetPermits")
+	require.Empty(t, sub.until(), "acquires publish nothing")
+}
+
+func TestInteropSemaphoreCountsAgree(t *testing.T) {
+	env := standaloneSync(t)
+	ctx := testCtx(t, 30*time.Second)
+	name, java := env.name, env.java
+	s := env.c.NewSemaphore(name)
+	sub := javaSubscribe(t, env, javaSemaphoreChannel(name))
+	agree := func(want int64) {
+		t.Helper()
+		g, err := s.AvailablePermits(ctx)
+		require.NoError(t, err)
+		j, err := java.semAvailable(ctx, name)
+		require.NoError(t, err)
+		require.Equal(t, want, g, "Go's count")
+		require.Equal(t, want, j, "Java's count")
+	}
+
+	agree(0)
+	ok, err := java.semTrySetPermits(ctx, name, 5, time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = s.TrySetPermits(ctx, 3, 0)
+	require.NoError(t, err)
+	require.False(t, ok, "Java initialised it")
+	agree(5)
+	require.NoError(t, s.TryAcquire(ctx, 2))
+	agree(3)
+	n, err := java.semDrainPermits(ctx, name)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), n)
+	agree(0)
+	require.NoError(t, s.Release(ctx, 4))
+	agree(4)
+	ok, err = java.semTryAcquire(ctx, name, 4)
+	require.NoError(t, err)
+	require.True(t, ok)
+	agree(0)
+	require.NoError(t, java.semAddPermits(ctx, name, -3))
+	agree(-3)
+	n, err = s.DrainPermits(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(-3), n)
+	agree(0)
+	require.NoError(t, java.semRelease(ctx, name, 2))
+	require.NoError(t, s.Acquire(ctx, 2))
+	agree(0)
+	requireDecimal(t, env, 0)
+	require.Equal(t, []int64{5, 4, -3, 2}, sub.until())
+}
+
+// ---- ExpirableSemaphore (RPermitExpirableSemaphore) ----
+
+const lowerHexID = `^[0-9a-f]{32}$`
+
+// permitCounts checks Go's and Java's available, acquired and total counts.
+func permitCounts(t *testing.T, ctx context.Context, env syncEnv, es *rlock.ExpirableSemaphore, available, acquired, total int64) {
+	t.Helper()
+	g, err := es.AvailablePermits(ctx)
+	require.NoError(t, err)
+	require.Equal(t, available, g, "Go available")
+	g, err = es.AcquiredPermits(ctx)
+	require.NoError(t, err)
+	require.Equal(t, acquired, g, "Go acquired")
+	g, err = es.Permits(ctx)
+	require.NoError(t, err)
+	require.Equal(t, total, g, "Go total")
+	j, err := env.java.pesAvailable(ctx, env.name)
+	require.NoError(t, err)
+	require.Equal(t, available, j, "Java availablePermits")
+	j, err = env.java.pesAcquired(ctx, env.name)
+	require.NoError(t, err)
+	require.Equal(t, acquired, j, "Java acquiredPermits")
+	j, err = env.java.pesGetPermits(ctx, env.name)
+	require.NoError(t, err)
+	require.Equal(t, total, j, "Java getPermits")
+}
+
+// TestInteropPermitGoIDsReleasedByJava: Go's permits are stored as Java
+// stores them (16 raw bytes, expiry in epoch ms), Java's single and list
+// releases release them, and Go then refuses those ids and learns that its
+// handle lost its permits.
+func TestInteropPermitGoIDsReleasedByJava(t *testing.T) {
+	const watchdog = 6 * time.Second
+	env := standaloneSync(t, rlock.WithWatchdogTimeout(watchdog))
+	ctx := testCtx(t, 60*time.Second)
+	name, java := env.name, env.java
+	es := env.c.NewExpirableSemaphore(name)
+	sub := javaSubscribe(t, env, javaSemaphoreChannel(name))
+
+	ok, err := es.TrySetPermits(ctx, 4)
+	require.NoError(t, err)
+	require.True(t, ok)
+	before := javaNow()
+	p, err := es.Acquire(ctx, 2)
+	require.NoError(t, err)
+	ids := p.IDs()
+	require.Len(t, ids, 2)
+	require.NotEqual(t, ids[0], ids[1])
+	members, err := env.rdb.ZRangeWithScores(ctx, javaTimeoutKey(name), 0, -1).Result()
+	require.NoError(t, err)
+	after := javaNow()
+	require.Len(t, members, 2)
+	want := map[string]bool{}
+	for _, id := range ids {
+		require.Regexp(t, lowerHexID, id)
+		want[string(javaID(t, id))] = true
+	}
+	for _, m := range members {
+		require.True(t, want[m.Member.(string)], "zset member %x is one of Go's ids as 16 raw bytes", m.Member)
+		require.GreaterOrEqual(t, int64(m.Score), before+watchdog.Milliseconds(), "score = now + watchdog timeout")
+		require.LessOrEqual(t, int64(m.Score), after+watchdog.Milliseconds())
+	}
+	requireDecimal(t, env, 2)
+	permitCounts(t, ctx, env, es, 2, 2, 4)
+
+	// Java's single tryRelease of a Go id.
+	ok, err = java.pesTryRelease(ctx, name, javaID(t, ids[0]))
+	require.NoError(t, err)
+	require.True(t, ok, "Java releases Go's permit")
+	require.ErrorIs(t, es.Release(ctx, ids[0]), rlock.ErrNoSuchPermit)
+	require.ErrorIs(t, es.Release(ctx, ids[1], ids[0]), rlock.ErrNoSuchPermit, "all or nothing")
+	_, held := zscore(t, env, javaID(t, ids[1]))
+	require.True(t, held, "a refused list release released nothing")
+	// Java's list tryRelease of the other.
+	r, err := java.pesTryReleaseList(ctx, name, javaID(t, ids[1]))
+	require.NoError(t, err)
+	require.Equal(t, int64(1), r)
+	select {
+	case <-p.Done():
+		require.ErrorIs(t, p.Err(), rlock.ErrPermitLost)
+	case <-time.After(2 * watchdog):
+		t.Fatal("the Go handle did not learn that Java released its permits")
+	}
+	// A lost handle's Release still sends the release: Redis no longer has
+	// the ids, so it changes nothing (Java's tryRelease of an unknown id).
+	require.ErrorIs(t, p.Release(ctx), rlock.ErrNoSuchPermit)
+	permitCounts(t, ctx, env, es, 4, 0, 4)
+
+	// Java's list release of several Go ids at once.
+	q, err := es.Acquire(ctx, 3)
+	require.NoError(t, err)
+	var qids [][]byte
+	for _, id := range q.IDs() {
+		qids = append(qids, javaID(t, id))
+	}
+	r, err = java.pesTryReleaseList(ctx, name, qids...)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), r)
+	permitCounts(t, ctx, env, es, 4, 0, 4)
+
+	// Java's list release is all or nothing with a Go id among stale ones.
+	rp, err := es.TryAcquire(ctx, 1)
+	require.NoError(t, err)
+	rid := javaID(t, rp.IDs()[0])
+	r, err = java.pesTryReleaseList(ctx, name, rid, javaNewID(t))
+	require.NoError(t, err)
+	require.Zero(t, r)
+	r, err = java.pesTryReleaseList(ctx, name, rid, qids[0])
+	require.NoError(t, err)
+	require.Zero(t, r)
+	lease, err := es.LeaseTime(ctx, rp.IDs()[0])
+	require.NoError(t, err)
+	require.Greater(t, lease, time.Duration(0))
+	require.LessOrEqual(t, lease, watchdog)
+	jl, err := java.pesGetLeaseTime(ctx, name, rid)
+	require.NoError(t, err)
+	require.Greater(t, jl, int64(0), "Java reads the Go permit's remaining lease")
+	require.LessOrEqual(t, jl, watchdog.Milliseconds())
+	require.NoError(t, rp.Release(ctx))
+	permitCounts(t, ctx, env, es, 4, 0, 4)
+
+	// Go's trySetPermits 4; Java's single release: new value 3; list
+	// releases: the number released; Go's single release: new value 4. No
+	// renewal published anything.
+	require.Equal(t, []int64{4, 3, 1, 3, 4}, sub.until())
+}
+
+func TestInteropPermitJavaIDsReleasedByGo(t *testing.T) {
+	interopPermitJavaIDsReleasedByGo(t, standaloneSync(t))
+}
+
+// interopPermitJavaIDsReleasedByGo: Go reads, re-leases and releases (alone
+// and in a list, in either hex case) the permits Java took with its own ids,
+// and Java reads Go's lease and publishes as Go expects.
+func interopPermitJavaIDsReleasedByGo(t *testing.T, env syncEnv) {
+	ctx := testCtx(t, 60*time.Second)
+	name, java := env.name, env.java
+	es := env.c.NewExpirableSemaphore(name)
+	sub := javaSubscribe(t, env, javaSemaphoreChannel(name))
+
+	ok, err := java.pesTrySetPermits(ctx, name, 3)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, []int64{3}, sub.until())
+	a, b, c := javaNewID(t), javaNewID(t), javaNewID(t)
+	reply, err := java.pesTryAcquire(ctx, name, 0, a) // no lease
+	require.NoError(t, err)
+	require.Equal(t, "OK", reply)
+	reply, err = java.pesTryAcquire(ctx, name, time.Minute, b)
+	require.NoError(t, err)
+	require.Equal(t, "OK", reply)
+
+	lease, err := es.LeaseTime(ctx, idHex(a))
+	require.NoError(t, err)
+	require.Equal(t, rlock.NoLease, lease, "Java's sentinel score is no lease")
+	lease, err = es.LeaseTime(ctx, strings.ToUpper(idHex(b)))
+	require.NoError(t, err)
+	require.Greater(t, lease, 50*time.Second)
+	require.LessOrEqual(t, lease, time.Minute)
+	permitCounts(t, ctx, env, es, 1, 2, 3)
+
+	// Go takes the last permit; a Java tryAcquire is told the earliest expiry,
+	// which is Go's watchdog lease (30 s, before Java's 60 s).
+	p, err := es.TryAcquire(ctx, 1)
+	require.NoError(t, err)
+	goScore, held := zscore(t, env, javaID(t, p.IDs()[0]))
+	require.True(t, held)
+	reply, err = java.pesTryAcquire(ctx, name, 0, c)
+	require.NoError(t, err)
+	require.Equal(t, ":"+strconv.FormatInt(goScore, 10), reply)
+
+	// Go releases Java's permit a by its upper-case hex id: Java's single
+	// release, publishing the new available value.
+	require.NoError(t, es.Release(ctx, strings.ToUpper(idHex(a))))
+	_, held = zscore(t, env, a)
+	require.False(t, held)
+	require.Equal(t, int64(1), sub.next(wakeBound))
+	require.ErrorIs(t, es.Release(ctx, idHex(a)), rlock.ErrNoSuchPermit)
+	reply, err = java.pesTryAcquire(ctx, name, 0, c)
+	require.NoError(t, err)
+	require.Equal(t, "OK", reply, "the Java waiter acquires the permit Go released")
+
+	// Go re-leases Java's permit b; Java reads the sentinel and the new lease.
+	ok, err = es.UpdateLease(ctx, idHex(b), rlock.NoLease)
+	require.NoError(t, err)
+	require.True(t, ok)
+	jl, err := java.pesGetLeaseTime(ctx, name, b)
+	require.NoError(t, err)
+	require.Equal(t, int64(-1), jl, "Go stored the no-lease sentinel as Java's exact text "+javaNoLease)
+	ok, err = es.UpdateLease(ctx, idHex(b), 45*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	jl, err = java.pesGetLeaseTime(ctx, name, b)
+	require.NoError(t, err)
+	require.Greater(t, jl, int64(40000))
+	require.LessOrEqual(t, jl, int64(45000))
+	ok, err = java.pesUpdateLeaseTime(ctx, name, b, time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	lease, err = es.LeaseTime(ctx, idHex(b))
+	require.NoError(t, err)
+	require.Greater(t, lease, 50*time.Second)
+
+	// Go's list release of two Java ids is all or nothing...
+	require.ErrorIs(t, es.Release(ctx, idHex(b), idHex(javaNewID(t))), rlock.ErrNoSuchPermit)
+	permitCounts(t, ctx, env, es, 0, 3, 3)
+	// ... and releases both, publishing the number released.
+	require.NoError(t, es.Release(ctx, idHex(b), strings.ToUpper(idHex(c))))
+	require.ErrorIs(t, es.Release(ctx, idHex(c)), rlock.ErrNoSuchPermit)
+	permitCounts(t, ctx, env, es, 2, 1, 3)
+	require.NoError(t, p.Release(ctx))
+	permitCounts(t, ctx, env, es, 3, 0, 3)
+	require.Equal(t, []int64{2, 3}, sub.until(), "list release: the delta; single release: the new value")
+}
+
+// TestInteropPermitReclaim: Java reclaims a Go permit whose fixed lease ran
+// out, and Go reclaims Java's, where Redisson reclaims (tryAcquire,
+// availablePermits), publishing what Java publishes.
+func TestInteropPermitReclaim(t *testing.T) {
+	env := standaloneSync(t)
+	ctx := testCtx(t, 60*time.Second)
+	name, java := env.name, env.java
+	es := env.c.NewExpirableSemaphore(name)
+	sub := javaSubscribe(t, env, javaSemaphoreChannel(name))
+
+	ok, err := es.TrySetPermits(ctx, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	// Long enough for the Java peer to see the permit held first.
+	const lease = time.Second
+	before := javaNow()
+	p, err := es.TryAcquire(ctx, 1, rlock.WithPermitLease(lease))
+	require.NoError(t, err)
+	after := javaNow()
+	goID := p.IDs()[0]
+	score, held := zscore(t, env, javaID(t, goID))
+	require.True(t, held)
+	require.GreaterOrEqual(t, score, before+lease.Milliseconds(), "score = now + lease")
+	require.LessOrEqual(t, score, after+lease.Milliseconds())
+	k := javaNewID(t)
+	reply, err := java.pesTryAcquire(ctx, name, 0, k)
+	require.NoError(t, err)
+	require.Equal(t, ":"+strconv.FormatInt(score, 10), reply, "Java waits until Go's lease ends")
+
+	// Java's tryAcquire reclaims the expired Go permit.
+	waitPast(t, score)
+	reply, err = java.pesTryAcquire(ctx, name, 0, k)
+	require.NoError(t, err)
+	require.Equal(t, "OK", reply)
+	select {
+	case <-p.Done():
+		require.ErrorIs(t, p.Err(), rlock.ErrPermitLost)
+	case <-time.After(wakeBound):
+		t.Fatal("the Go handle of a reclaimed permit is not done")
+	}
+	require.ErrorIs(t, es.Release(ctx, goID), rlock.ErrNoSuchPermit)
+	_, err = es.LeaseTime(ctx, goID)
+	require.ErrorIs(t, err, rlock.ErrNoSuchPermit)
+	require.ErrorIs(t, p.Release(ctx), rlock.ErrNoSuchPermit, "Java reclaimed it: nothing to give back")
+	permitCounts(t, ctx, env, es, 0, 1, 1)
+	l, err := es.LeaseTime(ctx, idHex(k))
+	require.NoError(t, err)
+	require.Equal(t, rlock.NoLease, l)
+
+	// Go's availablePermits reclaims Java's expired permit.
+	ok, err = java.pesTryRelease(ctx, name, k)
+	require.NoError(t, err)
+	require.True(t, ok)
+	j := javaNewID(t)
+	const javaLease = 300 * time.Millisecond
+	reply, err = java.pesTryAcquire(ctx, name, javaLease, j)
+	require.NoError(t, err)
+	require.Equal(t, "OK", reply)
+	score, held = zscore(t, env, j)
+	require.True(t, held)
+	waitPast(t, score)
+	n, err := es.AvailablePermits(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+	_, held = zscore(t, env, j)
+	require.False(t, held, "Go reclaimed Java's expired permit")
+	jl, err := java.pesGetLeaseTime(ctx, name, j)
+	require.NoError(t, err)
+	require.Zero(t, jl, "unknown to Java")
+
+	// Go's tryAcquire reclaims Java's expired permit.
+	reply, err = java.pesTryAcquire(ctx, name, javaLease, j)
+	require.NoError(t, err)
+	require.Equal(t, "OK", reply)
+	score, _ = zscore(t, env, j)
+	waitPast(t, score)
+	q, err := es.TryAcquire(ctx, 1)
+	require.NoError(t, err)
+	_, held = zscore(t, env, j)
+	require.False(t, held)
+	require.NoError(t, q.Release(ctx))
+	permitCounts(t, ctx, env, es, 1, 0, 1)
+
+	// trySetPermits 1 (Go); Java's reclaim 1; Java's release 1; Go's reclaim
+	// in availablePermits 1, in tryAcquire 1; Go's release 1.
+	require.Equal(t, []int64{1, 1, 1, 1, 1, 1}, sub.until())
+}
+
+func TestInteropPermitWake(t *testing.T) {
+	interopPermitWake(t, standaloneSync(t))
+}
+
+// interopPermitWake: a Java single release and list release wake blocked Go
+// acquirers (whose only other wake-up is a minute away), and a Go release
+// wakes the Java waiter.
+func interopPermitWake(t *testing.T, env syncEnv) {
+	ctx := testCtx(t, 60*time.Second)
+	name, java, ch := env.name, env.java, javaSemaphoreChannel(env.name)
+	es := env.c.NewExpirableSemaphore(name)
+	sub := javaSubscribe(t, env, ch)
+
+	ok, err := java.pesTrySetPermits(ctx, name, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	j := javaNewID(t)
+	reply, err := java.pesTryAcquire(ctx, name, 0, j)
+	require.NoError(t, err)
+	require.Equal(t, "OK", reply)
+
+	// The Java holder has no lease: the Go waiter has no expiry to wait for,
+	// only the message.
+	var p *rlock.Permits
+	from := env.calls.count()
+	got := goAsync(func() (err error) { p, err = es.Acquire(ctx, 1); return err })
+	waitSubscribed(t, ctx, env, ch, 2)
+	waitAsleep(t, env, from, 2, "Go Acquire")
+	ok, err = java.pesTryRelease(ctx, name, j)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, within(t, got, wakeBound, "Go Acquire after Java tryRelease"))
+	require.Equal(t, []int64{1, 1}, sub.until(), "Java's trySetPermits and release; nothing from Go's acquire")
+
+	// The Java waiter is told Go's expiry; Go's release wakes it.
+	k := javaNewID(t)
+	goScore, _ := zscore(t, env, javaID(t, p.IDs()[0]))
+	reply, err = java.pesTryAcquire(ctx, name, 0, k)
+	require.NoError(t, err)
+	require.Equal(t, ":"+strconv.FormatInt(goScore, 10), reply)
+	require.NoError(t, p.Release(ctx))
+	require.Equal(t, int64(1), sub.next(wakeBound), "Go's release publishes the new available value")
+	reply, err = java.pesTryAcquire(ctx, name, 0, k)
+	require.NoError(t, err)
+	require.Equal(t, "OK", reply)
+	reply, err = java.pesTryAcquire(ctx, name, 0, javaNewID(t))
+	require.NoError(t, err)
+	require.Empty(t, reply, "nil: no permit and no expiry to wait for")
+
+	// A Go waiter for 2 permits (timed) is not satisfied by Java's
+	// addPermits(1), and is by Java's list release that follows.
+	var q *rlock.Permits
+	from = env.calls.count()
+	got = goAsync(func() (err error) {
+		q, err = es.TryAcquire(ctx, 2, rlock.WithWaitTime(40*time.Second))
+		return err
+	})
+	waitSubscribed(t, ctx, env, ch, 2)
+	waitAsleep(t, env, from, 2, "Go TryAcquire(2)")
+	from = env.calls.count()
+	require.NoError(t, java.pesAddPermits(ctx, name, 1))
+	waitAsleep(t, env, from, 1, "Go TryAcquire(2) woken by the message 1")
+	stillWaiting(t, got, "Go TryAcquire(2) with 1 permit")
+	r, err := java.pesTryReleaseList(ctx, name, k)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), r)
+	require.NoError(t, within(t, got, wakeBound, "Go TryAcquire(2) after Java's list release"))
+	require.Len(t, q.IDs(), 2)
+	require.NoError(t, q.Release(ctx))
+	permitCounts(t, ctx, env, es, 2, 0, 2)
+	// Java's addPermits 1, list release 1; Go's list release of its 2 ids: 2.
+	require.Equal(t, []int64{1, 1, 2}, sub.until())
+}
+
+// TestInteropPermitGoPublishes: each Go operation on the permit-expirable
+// semaphore publishes what Java's script publishes for it (§2.12, §2.14).
+func TestInteropPermitGoPublishes(t *testing.T) {
+	env := standaloneSync(t)
+	ctx := testCtx(t, 30*time.Second)
+	name, java := env.name, env.java
+	es := env.c.NewExpirableSemaphore(name)
+	sub := javaSubscribe(t, env, javaSemaphoreChannel(name))
+
+	require.NoError(t, es.SetPermits(ctx, 3)) // absent: SET 3, publish 3
+	ok, err := es.TrySetPermits(ctx, 5)       // exists: nothing
+	require.NoError(t, err)
+	require.False(t, ok)
+	j := javaNewID(t)
+	reply, err := java.pesTryAcquire(ctx, name, 0, j)
+	require.NoError(t, err)
+	require.Equal(t, "OK", reply)
+	require.NoError(t, es.SetPermits(ctx, 3))  // total is 3: nothing
+	require.NoError(t, es.SetPermits(ctx, 5))  // publish the total, 5
+	require.NoError(t, es.AddPermits(ctx, 2))  // publish the delta, 2
+	require.NoError(t, es.AddPermits(ctx, -1)) // nothing
+	permitCounts(t, ctx, env, es, 5, 1, 6)
+	require.NoError(t, es.SetPermits(ctx, 1)) // available 0, publish 1
+	permitCounts(t, ctx, env, es, 0, 1, 1)
+	_, err = es.TryAcquire(ctx, 1)
+	require.ErrorIs(t, err, rlock.ErrNotAcquired)
+	ok, err = es.Delete(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, held := zscore(t, env, j)
+	require.False(t, held, "Delete covers both keys, as Java's")
+	ok, err = es.TrySetPermits(ctx, 2) // publish 2
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, []int64{3, 5, 2, 1, 2}, sub.until())
+
+	// Java's counterparts publish the same on Go's semaphore.
+	require.NoError(t, java.pesSetPermits(ctx, name, 4))
+	require.NoError(t, java.pesAddPermits(ctx, name, 1))
+	permitCounts(t, ctx, env, es, 5, 0, 5)
+	require.Equal(t, []int64{4, 1}, sub.until())
+}
+
+// ---- CountDownLatch (RCountDownLatch) ----
+
+func TestInteropLatchJavaOpensGoAwait(t *testing.T) {
+	interopLatchJavaOpensGoAwait(t, standaloneSync(t))
+}
+
+func interopLatchJavaOpensGoAwait(t *testing.T, env syncEnv) {
+	ctx := testCtx(t, 30*time.Second)
+	name, java, ch := env.name, env.java, javaLatchChannel(env.name)
+	l := env.c.NewCountDownLatch(name)
+	sub := javaSubscribe(t, env, ch)
+
+	ok, err := java.latchTrySetCount(ctx, name, 2)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = l.TrySetCount(ctx, 5)
+	require.NoError(t, err)
+	require.False(t, ok, "Java set it")
+	n, err := l.Count(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), n)
+
+	from := env.calls.count()
+	got := goAsync(func() error { return l.Await(ctx) })
+	waitSubscribed(t, ctx, env, ch, 2)
+	waitAsleep(t, env, from, 2, "Go Await")
+	require.NoError(t, java.latchCountDown(ctx, name))
+	n, err = l.Count(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+	stillWaiting(t, got, "Go Await at count 1")
+	require.NoError(t, java.latchCountDown(ctx, name))
+	require.NoError(t, within(t, got, wakeBound, "Go Await after Java's last countDown"))
+	n, err = l.Count(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.NoError(t, l.Await(ctx), "at zero, at once")
+	require.Equal(t, []int64{1, 0}, sub.until(), "Java's trySetCount and opening countDown")
+}
+
+func TestInteropLatchGoCountDownSeenByJava(t *testing.T) {
+	interopLatchGoCountDownSeenByJava(t, standaloneSync(t))
+}
+
+func interopLatchGoCountDownSeenByJava(t *testing.T, env syncEnv) {
+	ctx := testCtx(t, 30*time.Second)
+	name, java := env.name, env.java
+	l := env.c.NewCountDownLatch(name)
+	sub := javaSubscribe(t, env, javaLatchChannel(name))
+
+	ok, err := l.TrySetCount(ctx, 2)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, int64(1), sub.next(wakeBound), "trySetCount publishes 1")
+	ok, err = java.latchTrySetCount(ctx, name, 3)
+	require.NoError(t, err)
+	require.False(t, ok, "Go set it")
+	n, err := java.latchGetCount(ctx, name)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), n)
+	requireDecimal(t, env, 2)
+
+	require.NoError(t, l.CountDown(ctx))
+	n, err = java.latchGetCount(ctx, name)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+	require.Empty(t, sub.until(), "no message above zero")
+	require.NoError(t, l.CountDown(ctx))
+	require.Equal(t, int64(0), sub.next(wakeBound), "the Java waiters open on 0")
+	exists, err := env.rdb.Exists(ctx, name).Result()
+	require.NoError(t, err)
+	require.Zero(t, exists, "deleted at zero")
+
+	// Counting down an absent latch changes nothing and publishes nothing.
+	require.NoError(t, l.CountDown(ctx))
+	exists, err = env.rdb.Exists(ctx, name).Result()
+	require.NoError(t, err)
+	require.Zero(t, exists)
+	require.Empty(t, sub.until())
+
+	// Java can set it again, Go counts down Java's latch.
+	ok, err = java.latchTrySetCount(ctx, name, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, l.CountDown(ctx))
+	require.Equal(t, []int64{1, 0}, sub.until())
+}
+
+func TestInteropLatchJavaDeleteFailsGoAwait(t *testing.T) {
+	interopLatchJavaDeleteFailsGoAwait(t, standaloneSync(t))
+}
+
+func interopLatchJavaDeleteFailsGoAwait(t *testing.T, env syncEnv) {
+	ctx := testCtx(t, 30*time.Second)
+	name, java, ch := env.name, env.java, javaLatchChannel(env.name)
+	l := env.c.NewCountDownLatch(name)
+	sub := javaSubscribe(t, env, ch)
+
+	ok, err := java.latchTrySetCount(ctx, name, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	from := env.calls.count()
+	got := goAsync(func() error { return l.Await(ctx) })
+	waitSubscribed(t, ctx, env, ch, 2)
+	waitAsleep(t, env, from, 2, "Go Await")
+	ok, err = java.latchDelete(ctx, name)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.ErrorIs(t, within(t, got, wakeBound, "Go Await after Java's delete"), rlock.ErrLatchDeleted)
+	require.Equal(t, []int64{1, 1}, sub.until(), "Java's trySetCount and delete")
+}
+
+func TestInteropLatchGoDeletePublishesOne(t *testing.T) {
+	env := standaloneSync(t)
+	ctx := testCtx(t, 30*time.Second)
+	name, java := env.name, env.java
+	l := env.c.NewCountDownLatch(name)
+	sub := javaSubscribe(t, env, javaLatchChannel(name))
+
+	ok, err := java.latchTrySetCount(ctx, name, 3)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, []int64{1}, sub.until())
+	ok, err = l.Delete(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, int64(1), sub.next(wakeBound), "delete publishes 1")
+	ok, err = l.Delete(ctx)
+	require.NoError(t, err)
+	require.False(t, ok)
+	n, err := java.latchGetCount(ctx, name)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Empty(t, sub.until(), "deleting an absent latch publishes nothing")
+	ok, err = java.latchTrySetCount(ctx, name, 1)
+	require.NoError(t, err)
+	require.True(t, ok, "Java can set the latch Go deleted")
+}
+
+// ---- Cluster ----
+
+// TestInteropClusterSemaphorePermitLatch runs the scenarios on a Redis 7
+// cluster, where Redisson and holdfast publish and subscribe with sharded
+// pub/sub in the object's slot.
+func TestInteropClusterSemaphorePermitLatch(t *testing.T) {
+	cl := redistest.StartCluster(t, 3, 0)
+	t.Run("SemaphoreJavaWakesGo", func(t *testing.T) { interopSemaphoreJavaWakesGo(t, clusterSync(t, cl)) })
+	t.Run("SemaphoreGoWakesJava", func(t *testing.T) { interopSemaphoreGoWakesJava(t, clusterSync(t, cl)) })
+	t.Run("PermitJavaIDsReleasedByGo", func(t *testing.T) { interopPermitJavaIDsReleasedByGo(t, clusterSync(t, cl)) })
+	t.Run("PermitWake", func(t *testing.T) { interopPermitWake(t, clusterSync(t, cl)) })
+	t.Run("LatchJavaOpensGoAwait", func(t *testing.T) { interopLatchJavaOpensGoAwait(t, clusterSync(t, cl)) })
+	t.Run("LatchGoCountDownSeenByJava", func(t *testing.T) { interopLatchGoCountDownSeenByJava(t, clusterSync(t, cl)) })
+	t.Run("LatchJavaDeleteFailsGoAwait", func(t *testing.T) { interopLatchJavaDeleteFailsGoAwait(t, clusterSync(t, cl)) })
+}
