@@ -1,0 +1,376 @@
+package integration
+
+// Tests of issue 19's Semaphore against real Redis: invalid counts refused
+// before any round trip, a waiter on a semaphore that was never initialised,
+// a foreign key at the name. The helpers at the top are shared by the tests
+// of the three synchronizers (semaphore, expirable semaphore, latch): their
+// keys and channels are spelled here from the protocol facts, not taken from
+// the code under test.
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/holdfast-go/holdfast/integration/redistest"
+	"github.com/holdfast-go/holdfast/rlock"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// syncPrefixed is Redisson's prefix form of a derived name (protocol §0.2).
+func syncPrefixed(prefix, name string) string {
+	if strings.Contains(name, "{") {
+		return prefix + ":" + name
+	}
+	return prefix + ":{" + name + "}"
+}
+
+// syncSemChannel is the channel of both semaphore kinds: redisson_sc:{N}.
+func syncSemChannel(name string) string { return syncPrefixed("redisson_sc", name) }
+
+// syncTimeoutKey is the permit zset of an expirable semaphore: {N}:timeout.
+func syncTimeoutKey(name string) string {
+	if strings.Contains(name, "{") {
+		return name + ":timeout"
+	}
+	return "{" + name + "}:timeout"
+}
+
+// syncLatchChannel is a latch's channel; the braces are always added.
+func syncLatchChannel(name string) string { return "redisson_countdownlatch__channel__{" + name + "}" }
+
+// syncNoLease is the score of a permit without lease (protocol §1.9).
+const syncNoLease = 922337203685477
+
+// syncRawID returns the 16 bytes of a permit id as users see it (32 hex).
+func syncRawID(t testing.TB, id string) string {
+	t.Helper()
+	require.Len(t, id, 32, "permit id %q", id)
+	require.Equal(t, strings.ToLower(id), id, "permit ids are lower-case hex")
+	b, err := hex.DecodeString(id)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// syncGet returns the integer at key read with a plain GET, and whether the key exists.
+func syncGet(t testing.TB, rdb redis.Cmdable, key string) (int64, bool) {
+	t.Helper()
+	s, err := rdb.Get(context.Background(), key).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, false
+	}
+	require.NoError(t, err)
+	n, err := strconv.ParseInt(s, 10, 64)
+	require.NoError(t, err, "%s holds %q", key, s)
+	return n, true
+}
+
+// syncZCard returns the number of members of the zset at key, expired or not.
+func syncZCard(t testing.TB, rdb redis.Cmdable, key string) int64 {
+	t.Helper()
+	n, err := rdb.ZCard(context.Background(), key).Result()
+	require.NoError(t, err)
+	return n
+}
+
+// syncScore returns the score of a permit (by its user id) in the zset, and
+// whether it is there.
+func syncScore(t testing.TB, rdb redis.Cmdable, name, id string) (int64, bool) {
+	t.Helper()
+	s, err := rdb.ZScore(context.Background(), syncTimeoutKey(name), syncRawID(t, id)).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, false
+	}
+	require.NoError(t, err)
+	return int64(s), true
+}
+
+// syncAwaitSubs waits (5 s at most) until at least n clients are subscribed
+// to channel.
+func syncAwaitSubs(t testing.TB, admin *redis.Client, channel string, n int64) {
+	t.Helper()
+	require.Eventually(t, func() bool { return waitNumSub(t, admin, channel) >= n },
+		5*time.Second, 2*time.Millisecond, "%d subscriber(s) to %s expected", n, channel)
+}
+
+// syncGot is what a blocking call run by syncGo returned, and when.
+type syncGot[T any] struct {
+	v   T
+	err error
+	at  time.Time
+}
+
+// syncGo runs f in a goroutine; the channel receives its result once.
+func syncGo[T any](f func() (T, error)) <-chan syncGot[T] {
+	ch := make(chan syncGot[T], 1)
+	go func() {
+		v, err := f()
+		ch <- syncGot[T]{v, err, time.Now()}
+	}()
+	return ch
+}
+
+// syncGoErr is syncGo for a call that returns only an error.
+func syncGoErr(f func() error) <-chan syncGot[struct{}] {
+	return syncGo(func() (struct{}, error) { return struct{}{}, f() })
+}
+
+// syncAwait waits at most d for the result of a call started by syncGo.
+func syncAwait[T any](t testing.TB, ch <-chan syncGot[T], d time.Duration, what string) syncGot[T] {
+	t.Helper()
+	select {
+	case g := <-ch:
+		return g
+	case <-time.After(d):
+		t.Fatalf("%s: no answer within %v", what, d)
+		panic("unreachable")
+	}
+}
+
+// syncPending fails the test if the call started by syncGo has already returned.
+func syncPending[T any](t testing.TB, ch <-chan syncGot[T], what string) {
+	t.Helper()
+	select {
+	case g := <-ch:
+		t.Fatalf("%s returned early: %v, err %v", what, g.v, g.err)
+	default:
+	}
+}
+
+// syncDeadClient returns an rlock.Client whose go-redis client points at a
+// closed port and counts what it would send: any call that reaches the network
+// fails with a dial error and is counted.
+func syncDeadClient(t *testing.T, opts ...rlock.ClientOption) (*rlock.Client, *waitCounter) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	h := &waitCounter{}
+	rdb.AddHook(h)
+	return newClient(t, rdb, opts...), h
+}
+
+// syncRequireInvalid checks that err is ErrInvalidArgument (and nothing that
+// suggests a round trip was tried).
+func syncRequireInvalid(t testing.TB, err error, what string) {
+	t.Helper()
+	require.ErrorIs(t, err, rlock.ErrInvalidArgument, what)
+	var op *net.OpError
+	require.False(t, errors.As(err, &op), "%s: a network error: %v", what, err)
+}
+
+// syncForeignKeys are values of other types put at an object's name: the
+// object's calls must fail with ErrWrongType and leave them as they are.
+var syncForeignKeys = []struct {
+	name string
+	put  func(ctx context.Context, rdb redis.Cmdable, key string) error
+}{
+	{"hash", func(ctx context.Context, rdb redis.Cmdable, key string) error {
+		return rdb.HSet(ctx, key, "permits", "5", "x", "y").Err()
+	}},
+	{"list", func(ctx context.Context, rdb redis.Cmdable, key string) error {
+		return rdb.RPush(ctx, key, "5", "6").Err()
+	}},
+	{"non-integer string", func(ctx context.Context, rdb redis.Cmdable, key string) error {
+		return rdb.Set(ctx, key, "five", 0).Err()
+	}},
+	{"float string", func(ctx context.Context, rdb redis.Cmdable, key string) error {
+		return rdb.Set(ctx, key, "5.5", 0).Err()
+	}},
+}
+
+// syncForeign puts the foreign value f at key with a one-hour TTL and returns
+// a check that it is still there, byte for byte (DUMP), with its TTL.
+func syncForeign(t *testing.T, rdb *redis.Client, key string, put func(context.Context, redis.Cmdable, string) error) func(what string) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, put(ctx, rdb, key))
+	require.NoError(t, rdb.Expire(ctx, key, time.Hour).Err())
+	dump, err := rdb.Dump(ctx, key).Result()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rdb.Del(context.Background(), key).Err() })
+	return func(what string) {
+		t.Helper()
+		got, err := rdb.Dump(ctx, key).Result()
+		require.NoError(t, err, "%s: the foreign key is gone", what)
+		require.Equal(t, dump, got, "%s: the foreign key changed", what)
+		require.Greater(t, rdb.TTL(ctx, key).Val(), 59*time.Minute, "%s: its TTL changed", what)
+	}
+}
+
+// TestSemaphoreInvalidCounts: negative and zero counts are ErrInvalidArgument
+// for every call that acquires or releases, and so are a negative initial
+// count, TTL or wait time, all before any round trip: the client points at a
+// closed port and its hook sees nothing.
+func TestSemaphoreInvalidCounts(t *testing.T) {
+	c, calls := syncDeadClient(t)
+	ctx := testCtx(t, 10*time.Second)
+	s := c.NewSemaphore(redistest.Name(t))
+	for _, n := range []int64{0, -1, -7} {
+		syncRequireInvalid(t, s.Acquire(ctx, n), "Acquire("+strconv.FormatInt(n, 10)+")")
+		syncRequireInvalid(t, s.TryAcquire(ctx, n), "TryAcquire")
+		syncRequireInvalid(t, s.TryAcquire(ctx, n, rlock.WithWaitTime(time.Second)), "TryAcquire with wait")
+		syncRequireInvalid(t, s.Release(ctx, n), "Release")
+		_, err := s.ReleaseIfExists(ctx, n)
+		syncRequireInvalid(t, err, "ReleaseIfExists")
+	}
+	_, err := s.TrySetPermits(ctx, -1, 0)
+	syncRequireInvalid(t, err, "TrySetPermits(-1)")
+	_, err = s.TrySetPermits(ctx, 3, -time.Second)
+	syncRequireInvalid(t, err, "TrySetPermits with a negative TTL")
+	syncRequireInvalid(t, s.TryAcquire(ctx, 1, rlock.WithWaitTime(-time.Second)), "TryAcquire with a negative wait")
+	_, err = c.NewSemaphore("").AvailablePermits(ctx)
+	syncRequireInvalid(t, err, "empty name")
+	require.Zero(t, calls.calls.Load()+calls.init.Load(), "no round trip was attempted")
+}
+
+// TestSemaphoreInvalidCountsChangeNothing: the same refusals on a live server leave
+// the count as it was, and a positive count still works there.
+func TestSemaphoreInvalidCountsChangeNothing(t *testing.T) {
+	rdb, c, name := setup(t)
+	ctx := testCtx(t, 10*time.Second)
+	s := c.NewSemaphore(name)
+	ok, err := s.TrySetPermits(ctx, 2, 0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	syncRequireInvalid(t, s.TryAcquire(ctx, 0), "TryAcquire(0)")
+	syncRequireInvalid(t, s.Release(ctx, 0), "Release(0)")
+	syncRequireInvalid(t, s.Release(ctx, -2), "Release(-2)")
+	v, _ := syncGet(t, rdb, name)
+	require.EqualValues(t, 2, v, "nothing changed")
+	require.NoError(t, s.TryAcquire(ctx, 2))
+	v, _ = syncGet(t, rdb, name)
+	require.EqualValues(t, 0, v)
+	require.ErrorIs(t, s.TryAcquire(ctx, 1), rlock.ErrNotAcquired)
+	require.NoError(t, s.Release(ctx, 2))
+	v, _ = syncGet(t, rdb, name)
+	require.EqualValues(t, 2, v)
+}
+
+// TestSemaphoreNeverInitialised: a waiting Acquire on a semaphore whose key
+// does not exist (Redisson waits for ever, #4401) progresses
+//   - once another client calls TrySetPermits (its message wakes it: the
+//     waiter's re-check interval is far longer than the bound), and
+//   - when the permits are set by a raw SET that publishes nothing, within the
+//     waiter's re-check interval (the lost-message bound), for both kinds.
+func TestSemaphoreNeverInitialised(t *testing.T) {
+	t.Run("TrySetPermitsWakes", func(t *testing.T) {
+		srv := redistest.Shared(t)
+		admin := srv.Client(t)
+		waiter := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute))
+		setter := newClient(t, srv.Client(t))
+		ctx := testCtx(t, 30*time.Second)
+
+		name := redistest.Name(t)
+		base := syncParked("(*Semaphore).Acquire")
+		got := syncGoErr(func() error { return waiter.NewSemaphore(name).Acquire(ctx, 2) })
+		syncAwaitParked(t, "(*Semaphore).Acquire", base+1)
+		syncAwaitSubs(t, admin, syncSemChannel(name), 1)
+		syncPending(t, got, "Acquire on a semaphore without key")
+		set := time.Now()
+		ok, err := setter.NewSemaphore(name).TrySetPermits(ctx, 3, 0)
+		require.NoError(t, err)
+		require.True(t, ok)
+		g := syncAwait(t, got, 5*time.Second, "Acquire after TrySetPermits")
+		require.NoError(t, g.err)
+		t.Logf("Semaphore: waiter acquired %v after TrySetPermits in another client", g.at.Sub(set).Round(time.Millisecond))
+		v, _ := syncGet(t, admin, name)
+		require.EqualValues(t, 1, v)
+
+		name = redistest.Name(t)
+		base = syncParked("(*ExpirableSemaphore).Acquire")
+		gotP := syncGo(func() (*rlock.Permits, error) { return waiter.NewExpirableSemaphore(name).Acquire(ctx, 2) })
+		syncAwaitParked(t, "(*ExpirableSemaphore).Acquire", base+1)
+		syncAwaitSubs(t, admin, syncSemChannel(name), 1)
+		syncPending(t, gotP, "ExpirableSemaphore.Acquire without key")
+		set = time.Now()
+		ok, err = setter.NewExpirableSemaphore(name).TrySetPermits(ctx, 2)
+		require.NoError(t, err)
+		require.True(t, ok)
+		gp := syncAwait(t, gotP, 5*time.Second, "ExpirableSemaphore.Acquire after TrySetPermits")
+		require.NoError(t, gp.err)
+		require.Len(t, gp.v.IDs(), 2)
+		t.Logf("ExpirableSemaphore: waiter acquired %v after TrySetPermits in another client", gp.at.Sub(set).Round(time.Millisecond))
+		require.NoError(t, gp.v.Release(ctx))
+	})
+
+	t.Run("RawSetWithinRecheck", func(t *testing.T) {
+		const recheck = 500 * time.Millisecond
+		srv := redistest.Shared(t)
+		admin := srv.Client(t)
+		waiter := newClient(t, srv.Client(t), rlock.WithRecheckInterval(recheck))
+		ctx := testCtx(t, 30*time.Second)
+		for _, kind := range []string{"Semaphore", "ExpirableSemaphore"} {
+			name := redistest.Name(t)
+			method := "(*" + kind + ").Acquire"
+			base := syncParked(method)
+			var got <-chan syncGot[struct{}]
+			if kind == "Semaphore" {
+				got = syncGoErr(func() error { return waiter.NewSemaphore(name).Acquire(ctx, 1) })
+			} else {
+				got = syncGoErr(func() error {
+					p, err := waiter.NewExpirableSemaphore(name).Acquire(ctx, 1)
+					if err == nil {
+						err = p.Release(ctx)
+					}
+					return err
+				})
+			}
+			syncAwaitParked(t, method, base+1)
+			syncAwaitSubs(t, admin, syncSemChannel(name), 1)
+			syncPending(t, got, kind+".Acquire without key")
+			set := time.Now()
+			require.NoError(t, admin.Set(ctx, name, 1, 0).Err()) // no PUBLISH: the message is "lost"
+			g := syncAwait(t, got, recheck+5*time.Second, kind+".Acquire after a raw SET")
+			require.NoError(t, g.err)
+			took := g.at.Sub(set)
+			t.Logf("%s: lost message (raw SET, no publish): waiter acquired %v after the SET (re-check interval %v)",
+				kind, took.Round(time.Millisecond), recheck)
+			require.Less(t, took, recheck+2*time.Second, "bounded by the re-check interval")
+		}
+	})
+}
+
+// TestSemaphoreWrongType: with a hash, a list or a string that is not an
+// integer at the name, every call fails with ErrWrongType (a waiting Acquire
+// at once, not after a wait) and the key stays as it was.
+func TestSemaphoreWrongType(t *testing.T) {
+	for _, fk := range syncForeignKeys {
+		t.Run(strings.ReplaceAll(fk.name, " ", "_"), func(t *testing.T) {
+			rdb, c, name := setup(t)
+			ctx := testCtx(t, 20*time.Second)
+			check := syncForeign(t, rdb, name, fk.put)
+			s := c.NewSemaphore(name)
+			calls := []struct {
+				what string
+				f    func() error
+			}{
+				{"TryAcquire", func() error { return s.TryAcquire(ctx, 1) }},
+				{"TryAcquire with wait", func() error { return s.TryAcquire(ctx, 1, rlock.WithWaitTime(5*time.Second)) }},
+				{"Acquire", func() error { return s.Acquire(ctx, 1) }},
+				{"Release", func() error { return s.Release(ctx, 1) }},
+				{"ReleaseIfExists", func() error { _, err := s.ReleaseIfExists(ctx, 1); return err }},
+				{"TrySetPermits", func() error { _, err := s.TrySetPermits(ctx, 1, 0); return err }},
+				{"AddPermits", func() error { return s.AddPermits(ctx, 1) }},
+				{"AvailablePermits", func() error { _, err := s.AvailablePermits(ctx); return err }},
+				{"DrainPermits", func() error { _, err := s.DrainPermits(ctx); return err }},
+			}
+			for _, call := range calls {
+				start := time.Now()
+				err := call.f()
+				require.ErrorIs(t, err, rlock.ErrWrongType, call.what)
+				require.Less(t, time.Since(start), 3*time.Second, "%s failed at once", call.what)
+				check(call.what)
+			}
+		})
+	}
+}
