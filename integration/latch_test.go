@@ -1,0 +1,248 @@
+package integration
+
+// Tests of issue 19's CountDownLatch against real Redis: invalid counts,
+// Await at zero, five awaiters in two clients released together by the last
+// CountDown, Delete while awaited, a foreign key at the name.
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/holdfast-go/holdfast/integration/redistest"
+	"github.com/holdfast-go/holdfast/rlock"
+	"github.com/stretchr/testify/require"
+)
+
+// syncParked returns how many goroutines of this process sleep in rlock's
+// bounded wait (await) on behalf of a call whose stack names method (for
+// example "(*CountDownLatch).Await"): they have made their attempt and wait
+// for a message, a re-check or ctx. Used only to know, from outside, that
+// waiters are waiting.
+func syncParked(method string) int {
+	count := 0
+	for _, g := range goroutineStacks() {
+		header, rest, _ := strings.Cut(g, "\n")
+		if !strings.Contains(header, "[select") || !strings.Contains(rest, method) {
+			continue
+		}
+		// The first frame outside the runtime is the wait's select.
+		for _, line := range strings.Split(rest, "\n") {
+			if strings.HasPrefix(line, "\t") || strings.HasPrefix(line, "runtime.") {
+				continue
+			}
+			if strings.HasPrefix(line, "github.com/holdfast-go/holdfast/rlock.await[") {
+				count++
+			}
+			break
+		}
+	}
+	return count
+}
+
+// syncAwaitParked waits (5 s at most) until n goroutines are parked in a wait
+// of method.
+func syncAwaitParked(t testing.TB, method string, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool { return syncParked(method) >= n }, 5*time.Second, 2*time.Millisecond,
+		"%d goroutine(s) waiting in %s expected, %d are", n, method, syncParked(method))
+}
+
+// TestLatchInvalidCount: TrySetCount with a count below 1 is
+// ErrInvalidArgument before any round trip, as an empty name is.
+func TestLatchInvalidCount(t *testing.T) {
+	c, calls := syncDeadClient(t)
+	ctx := testCtx(t, 10*time.Second)
+	l := c.NewCountDownLatch(redistest.Name(t))
+	for _, n := range []int64{0, -1, -9} {
+		_, err := l.TrySetCount(ctx, n)
+		syncRequireInvalid(t, err, "TrySetCount")
+	}
+	_, err := c.NewCountDownLatch("").Count(ctx)
+	syncRequireInvalid(t, err, "empty name")
+	syncRequireInvalid(t, c.NewCountDownLatch("").Await(ctx), "Await, empty name")
+	require.Zero(t, calls.calls.Load()+calls.init.Load(), "no round trip was attempted")
+}
+
+// TestLatchAwaitAtZero: Await returns nil at once on a latch that does not
+// exist and on one counted down to zero, and subscribes to nothing; CountDown
+// on an absent latch changes nothing.
+func TestLatchAwaitAtZero(t *testing.T) {
+	rdb, c, name := setup(t)
+	ctx := testCtx(t, 10*time.Second)
+	l := c.NewCountDownLatch(name)
+	require.NoError(t, l.Await(ctx), "absent latch")
+	require.NoError(t, l.CountDown(ctx), "CountDown of an absent latch")
+	require.Zero(t, rdb.Exists(ctx, name).Val(), "nothing created")
+	ok, err := l.TrySetCount(ctx, 2)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = l.TrySetCount(ctx, 5)
+	require.NoError(t, err)
+	require.False(t, ok, "the latch exists")
+	n, err := l.Count(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, n)
+	require.NoError(t, l.CountDown(ctx))
+	require.NoError(t, l.CountDown(ctx))
+	require.Zero(t, rdb.Exists(ctx, name).Val(), "deleted at zero")
+	start := time.Now()
+	require.NoError(t, l.Await(ctx))
+	require.Less(t, time.Since(start), time.Second)
+	require.Zero(t, waitNumSub(t, rdb, syncLatchChannel(name)))
+}
+
+// TestLatchAwaitersReleasedTogether: five awaiters, three in one client and
+// two in another, all parked in their wait, stay there while the count goes
+// 3 → 2 → 1, and all return nil together once a third client counts down the
+// last time. Their clients' re-check interval is a minute: the message
+// releases them.
+func TestLatchAwaitersReleasedTogether(t *testing.T) {
+	srv := redistest.Shared(t)
+	admin := srv.Client(t)
+	ca := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute))
+	cb := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute))
+	cc := newClient(t, srv.Client(t))
+	ctx := testCtx(t, 30*time.Second)
+	name := redistest.Name(t)
+	l := cc.NewCountDownLatch(name)
+	ok, err := l.TrySetCount(ctx, 3)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	const method = "(*CountDownLatch).Await"
+	base := syncParked(method)
+	var gots []<-chan syncGot[struct{}]
+	for _, c := range []*rlock.Client{ca, ca, ca, cb, cb} {
+		lc := c.NewCountDownLatch(name)
+		gots = append(gots, syncGoErr(func() error { return lc.Await(ctx) }))
+	}
+	syncAwaitParked(t, method, base+5)
+	syncAwaitSubs(t, admin, syncLatchChannel(name), 2)
+
+	for want := int64(2); want >= 1; want-- {
+		require.NoError(t, l.CountDown(ctx))
+		n, err := l.Count(ctx)
+		require.NoError(t, err)
+		require.Equal(t, want, n)
+		for i, g := range gots {
+			syncPending(t, g, fmt.Sprintf("awaiter %d", i))
+		}
+	}
+	last := time.Now()
+	require.NoError(t, l.CountDown(ctx))
+	var first, slowest time.Duration
+	for i, g := range gots {
+		got := syncAwait(t, g, 5*time.Second, fmt.Sprintf("awaiter %d", i))
+		require.NoError(t, got.err, "awaiter %d", i)
+		d := got.at.Sub(last)
+		if i == 0 || d < first {
+			first = d
+		}
+		slowest = max(slowest, d)
+	}
+	t.Logf("5 awaiters (3 + 2 in two clients) returned %v to %v after the last CountDown", first.Round(time.Microsecond), slowest.Round(time.Microsecond))
+	require.Less(t, slowest, 2*time.Second, "released by the message, not by a re-check")
+	require.Zero(t, admin.Exists(ctx, name).Val())
+}
+
+// TestLatchDeleteWhileAwaited: Delete of a latch that awaiters in two clients
+// wait for makes every Await return ErrLatchDeleted (Java's waiters keep
+// waiting; holdfast says what happened); Delete of an absent latch is false.
+func TestLatchDeleteWhileAwaited(t *testing.T) {
+	srv := redistest.Shared(t)
+	admin := srv.Client(t)
+	ca := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute))
+	cb := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute))
+	ctx := testCtx(t, 30*time.Second)
+	name := redistest.Name(t)
+	l := ca.NewCountDownLatch(name)
+	ok, err := l.TrySetCount(ctx, 2)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	const method = "(*CountDownLatch).Await"
+	base := syncParked(method)
+	var gots []<-chan syncGot[struct{}]
+	for _, c := range []*rlock.Client{ca, ca, cb} {
+		lc := c.NewCountDownLatch(name)
+		gots = append(gots, syncGoErr(func() error { return lc.Await(ctx) }))
+	}
+	syncAwaitParked(t, method, base+3)
+	syncAwaitSubs(t, admin, syncLatchChannel(name), 2)
+
+	deleted := time.Now()
+	ok, err = l.Delete(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	for i, g := range gots {
+		got := syncAwait(t, g, 5*time.Second, "awaiter after Delete")
+		require.ErrorIs(t, got.err, rlock.ErrLatchDeleted, "awaiter %d", i)
+		t.Logf("awaiter %d: %v after Delete: %v", i, got.at.Sub(deleted).Round(time.Microsecond), got.err)
+		require.Less(t, got.at.Sub(deleted), 2*time.Second)
+	}
+	ok, err = l.Delete(ctx)
+	require.NoError(t, err)
+	require.False(t, ok, "nothing left to delete")
+}
+
+// TestLatchLostMessage: a latch whose key disappears without a message (a
+// raw DEL, as a count-down whose "0" was lost) still releases its awaiter,
+// within the awaiter's re-check interval: nil, since without the message the
+// end reads as an opening.
+func TestLatchLostMessage(t *testing.T) {
+	const recheck = 500 * time.Millisecond
+	srv := redistest.Shared(t)
+	admin := srv.Client(t)
+	c := newClient(t, srv.Client(t), rlock.WithRecheckInterval(recheck))
+	ctx := testCtx(t, 30*time.Second)
+	name := redistest.Name(t)
+	ok, err := c.NewCountDownLatch(name).TrySetCount(ctx, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	const method = "(*CountDownLatch).Await"
+	base := syncParked(method)
+	got := syncGoErr(func() error { return c.NewCountDownLatch(name).Await(ctx) })
+	syncAwaitParked(t, method, base+1)
+	syncAwaitSubs(t, admin, syncLatchChannel(name), 1)
+	deleted := time.Now()
+	require.NoError(t, admin.Del(ctx, name).Err()) // no PUBLISH
+	g := syncAwait(t, got, recheck+5*time.Second, "Await after a raw DEL")
+	require.NoError(t, g.err)
+	took := g.at.Sub(deleted)
+	t.Logf("lost message (raw DEL, no publish): awaiter returned %v after the DEL (re-check interval %v)",
+		took.Round(time.Millisecond), recheck)
+	require.Less(t, took, recheck+2*time.Second, "bounded by the re-check interval")
+}
+
+// TestLatchWrongType: with a hash, a list or a string that is not an integer
+// at the name, every call fails with ErrWrongType (Await at once) and the key
+// stays as it was.
+func TestLatchWrongType(t *testing.T) {
+	for _, fk := range syncForeignKeys {
+		t.Run(strings.ReplaceAll(fk.name, " ", "_"), func(t *testing.T) {
+			rdb, c, name := setup(t)
+			ctx := testCtx(t, 20*time.Second)
+			check := syncForeign(t, rdb, name, fk.put)
+			l := c.NewCountDownLatch(name)
+			calls := []struct {
+				what string
+				f    func() error
+			}{
+				{"TrySetCount", func() error { _, err := l.TrySetCount(ctx, 2); return err }},
+				{"CountDown", func() error { return l.CountDown(ctx) }},
+				{"Count", func() error { _, err := l.Count(ctx); return err }},
+				{"Await", func() error { return l.Await(ctx) }},
+			}
+			for _, call := range calls {
+				start := time.Now()
+				err := call.f()
+				require.ErrorIs(t, err, rlock.ErrWrongType, call.what)
+				require.Less(t, time.Since(start), 3*time.Second, "%s failed at once", call.what)
+				check(call.what)
+			}
+		})
+	}
+}
