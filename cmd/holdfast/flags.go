@@ -122,22 +122,54 @@ func flagError(err error, cmd string, h help, fs *flag.FlagSet, out, errOut io.W
 // before connecting, it makes lock, status and unlock refuse the same names
 // with the same message.
 func checkLockName(name string) error {
-	if err := lua.CheckName(name); err != nil {
-		return fmt.Errorf("%w: lock name %q: %w", rlock.ErrInvalidArgument, name, err)
-	}
-	return nil
+	return nameError("lock", name, lua.CheckName(name))
 }
 
 // refuseNames reports the first of names that cannot be a lock's name, in one
 // line on w, and returns exitUsage; it returns exitOK when every name can be.
 func refuseNames(w io.Writer, cmd string, names []string) int {
 	for _, n := range names {
-		if err := checkLockName(n); err != nil {
-			fmt.Fprintf(w, "holdfast %s: %v\n", cmd, err)
-			return exitUsage
+		if code := refuseName(w, cmd, "", n); code != exitOK {
+			return code
 		}
 	}
 	return exitOK
+}
+
+// refuseName is refuseNames of one name, which the user says is a lock (as
+// ""), a semaphore (kindSema), a permit-expirable semaphore (kindPermits) or a
+// latch (kindLatch): see checkName.
+func refuseName(w io.Writer, cmd, as, name string) int {
+	if err := checkName(as, name); err != nil {
+		fmt.Fprintf(w, "holdfast %s: %v\n", cmd, err)
+		return exitUsage
+	}
+	return exitOK
+}
+
+// checkName returns why name cannot be the name of an object of kind as (see
+// refuseName), or nil: the library's own rule for that kind (lua.CheckName,
+// CheckSemaphoreName, CheckExpirableSemaphoreName, CheckLatchName), with the
+// error rlock returns for it, matching rlock.ErrInvalidArgument.
+func checkName(as, name string) error {
+	switch as {
+	case kindSema:
+		return nameError("semaphore", name, lua.CheckSemaphoreName(name))
+	case kindPermits:
+		return nameError("semaphore", name, lua.CheckExpirableSemaphoreName(name))
+	case kindLatch:
+		return nameError("latch", name, lua.CheckLatchName(name))
+	}
+	return checkLockName(name)
+}
+
+// nameError is the error of rlock for the name of a what that its check
+// refused with err; nil when err is nil.
+func nameError(what, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %s name %q: %w", rlock.ErrInvalidArgument, what, name, err)
 }
 
 // durationNote says, in the help of the commands, how durations are written.

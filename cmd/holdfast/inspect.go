@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"sort"
 	"strconv"
@@ -20,11 +21,17 @@ const (
 	kindRW       = "rw_lock"            // a hash with a "mode" field: RReadWriteLock
 	kindCounter  = "semaphore_or_latch" // an integer string: RSemaphore or RCountDownLatch
 	kindPermits  = "permit_semaphore"   // an integer string and its {N}:timeout zset: RPermitExpirableSemaphore
+	kindSema     = "semaphore"          // status --semaphore NAME: an integer string, or no key, read as RSemaphore
+	kindLatch    = "latch"              // status --latch NAME: an integer string, or no key, read as RCountDownLatch
 	kindNotALock = "not_a_lock"         // a key of another type, or a hash or string of another shape
 )
 
 // maxReadTimeouts bounds the timeout keys read per reader of a read/write lock.
 const maxReadTimeouts = 1000
+
+// maxPermitsRead bounds the acquired permits read (and listed) per
+// permit-expirable semaphore: the first ones by expiry.
+const maxPermitsRead = 1000
 
 // objectStatus is what status shows of one name; its JSON form is documented in
 // docs/cli.md and its field names are stable.
@@ -41,8 +48,18 @@ type objectStatus struct {
 	FencingToken     *int64   `json:"fencing_token,omitempty"`
 	Value            string   `json:"value,omitempty"`            // semaphore_or_latch, permit_semaphore: the string
 	AcquiredPermits  int64    `json:"acquired_permits,omitempty"` // permit_semaphore: members of {N}:timeout
+	Permits          []permit `json:"permits,omitempty"`          // permit_semaphore: the acquired permits, earliest expiry first
 	LatchChannel     string   `json:"latch_channel,omitempty"`    // semaphore_or_latch: the latch's channel
 	LatchSubscribers int64    `json:"latch_subscribers,omitempty"`
+}
+
+// permit is one acquired permit of a permit-expirable semaphore: a member of
+// its {N}:timeout zset.
+type permit struct {
+	ID               string `json:"id"`                       // 32 lowercase hex characters (the member's 16 bytes)
+	ExpiryUnixMillis *int64 `json:"expiry_unix_ms,omitempty"` // the member's score, epoch ms on its holder's clock; omitted: no lease
+	ExpiresInMillis  *int64 `json:"expires_in_ms,omitempty"`  // that minus this machine's clock (negative: expired, not yet reclaimed)
+	NoLease          bool   `json:"no_lease,omitempty"`       // the permit never expires (score 922337203685477)
 }
 
 // holder is one owner field of a lock's hash.
@@ -82,17 +99,24 @@ type snapshot struct {
 	queue     []string
 	deadlines []redis.Z
 	token     *int64
-	permits   int64
-	lock      bool // the key holds a lock's hash (lua.LockShape)
+	permits   int64     // members of {N}:timeout
+	permitSet []redis.Z // the first maxPermitsRead of them, by score
+	lock      bool      // the key holds a lock's hash (lua.LockShape)
 }
 
 // inspect reads the object at name and everything status shows of it.
 func inspect(ctx context.Context, rdb redis.UniversalClient, name string) (objectStatus, error) {
+	return inspectAs(ctx, rdb, name, "")
+}
+
+// inspectAs is inspect of a name that the user says is a semaphore (as is
+// kindSema) or a latch (kindLatch); as "" says nothing.
+func inspectAs(ctx context.Context, rdb redis.UniversalClient, name, as string) (objectStatus, error) {
 	snap, err := readSnapshot(ctx, rdb, name)
 	if err != nil {
 		return objectStatus{}, err
 	}
-	st := classify(name, snap, time.Now())
+	st := classify(name, as, snap, time.Now())
 	if st.Kind == kindRW {
 		if err := readTimeoutsOf(ctx, rdb, &st); err != nil {
 			return objectStatus{}, err
@@ -115,6 +139,7 @@ func readSnapshot(ctx context.Context, rdb redis.UniversalClient, name string) (
 		queue        *redis.StringSliceCmd
 		deadlines    *redis.ZSliceCmd
 		permits      *redis.IntCmd
+		permitSet    *redis.ZSliceCmd
 		shape        *redis.Cmd
 	)
 	cmds, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -126,6 +151,7 @@ func readSnapshot(ctx context.Context, rdb redis.UniversalClient, name string) (
 		deadlines = p.ZRangeWithScores(ctx, lua.TimeoutsName(name), 0, -1)
 		token = p.Get(ctx, lua.TokenName(name))
 		permits = p.ZCard(ctx, lua.PermitTimeoutsName(name))
+		permitSet = p.ZRangeWithScores(ctx, lua.PermitTimeoutsName(name), 0, maxPermitsRead-1)
 		shape = lua.LockShape(ctx, p, name)
 		return nil
 	})
@@ -138,7 +164,7 @@ func readSnapshot(ctx context.Context, rdb redis.UniversalClient, name string) (
 		}
 	}
 	s := snapshot{typ: typ.Val(), hash: hash.Val(), value: value.Val(), queue: queue.Val(),
-		deadlines: deadlines.Val(), permits: permits.Val()}
+		deadlines: deadlines.Val(), permits: permits.Val(), permitSet: permitSet.Val()}
 	s.pttl, _ = pttl.Int64()
 	shaped, _ := shape.Int64()
 	s.lock = shaped == 1
@@ -154,20 +180,24 @@ func absent(err error) bool {
 }
 
 // classify turns a snapshot of name into its status, without the subscriber
-// counts and read timeouts, which need more reads.
-func classify(name string, s snapshot, now time.Time) objectStatus {
+// counts and read timeouts, which need more reads. as is what the user says
+// the name is (inspectAs).
+func classify(name, as string, s snapshot, now time.Time) objectStatus {
 	st := objectStatus{Name: name, RedisType: s.typ, TTLMillis: s.pttl, Holders: []holder{}, FencingToken: s.token}
 	fair := len(s.queue) > 0 || len(s.deadlines) > 0
 	switch s.typ {
 	case "none":
 		st.Kind, st.Channel = kindFree, lua.ChannelName(name)
-		if fair {
+		switch {
+		case fair:
 			st.Kind = kindFair
+		case as != "":
+			st.Kind, st.Channel = as, counterChannel(name, as)
 		}
 	case "hash":
 		classifyHash(&st, s.hash, s.lock, fair)
 	case "string":
-		classifyString(&st, s)
+		classifyString(&st, s, as, now)
 	default:
 		st.Kind = kindNotALock
 	}
@@ -195,19 +225,69 @@ func classifyHash(st *objectStatus, h map[string]string, lock, fair bool) {
 	st.Holders = holders
 }
 
-// classifyString sets the kind of a string at st.Name: a semaphore or a latch
-// when it is an integer.
-func classifyString(st *objectStatus, s snapshot) {
+// classifyString sets the kind of a string at st.Name: when it is an integer,
+// a permit-expirable semaphore if permits are acquired in its zset, else what
+// the user says it is (as), else a semaphore or a latch.
+func classifyString(st *objectStatus, s snapshot, as string, now time.Time) {
 	if _, err := strconv.ParseInt(s.value, 10, 64); err != nil {
 		st.Kind = kindNotALock
 		return
 	}
 	st.Value, st.Channel = s.value, lua.SemaphoreChannel(st.Name)
-	if s.permits > 0 {
-		st.Kind, st.AcquiredPermits = kindPermits, s.permits
-		return
+	switch {
+	case s.permits > 0:
+		st.Kind, st.AcquiredPermits, st.Permits = kindPermits, s.permits, permitsOf(s.permitSet, now)
+	case as != "":
+		st.Kind, st.Channel = as, counterChannel(st.Name, as)
+	default:
+		st.Kind, st.LatchChannel = kindCounter, lua.LatchChannel(st.Name)
 	}
-	st.Kind, st.LatchChannel = kindCounter, lua.LatchChannel(st.Name)
+}
+
+// counterChannel is the channel of name read as a semaphore or a latch (as).
+func counterChannel(name, as string) string {
+	if as == kindLatch {
+		return lua.LatchChannel(name)
+	}
+	return lua.SemaphoreChannel(name)
+}
+
+// noLeaseScore is the score of a permit without a lease in {N}:timeout
+// (protocol §1.9, §2.12).
+const noLeaseScore = 922337203685477
+
+// permitsOf returns the permits of a {N}:timeout zset, in its order (earliest
+// expiry first), with their expiries on now's clock.
+func permitsOf(set []redis.Z, now time.Time) []permit {
+	ps := make([]permit, 0, len(set))
+	for _, z := range set {
+		m, _ := z.Member.(string)
+		p := permit{ID: permitID(m)}
+		if score := int64(z.Score); score == noLeaseScore {
+			p.NoLease = true
+		} else {
+			in := score - now.UnixMilli()
+			p.ExpiryUnixMillis, p.ExpiresInMillis = &score, &in
+		}
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// permitID renders a permit's zset member as users write its id: the 16 raw
+// bytes of Redisson >= 3.17 as 32 lowercase hex characters; any other member
+// (the hex text of older Redisson) as it is when printable, else in hex.
+func permitID(member string) string {
+	if len(member) != 16 {
+		printable := true
+		for _, r := range member {
+			printable = printable && r > ' ' && r < 0x7f
+		}
+		if printable && member != "" {
+			return member
+		}
+	}
+	return hex.EncodeToString([]byte(member))
 }
 
 // parseHolders reads a lock's hash (one that lua.LockShape accepts): its

@@ -12,7 +12,7 @@ func writeHuman(w io.Writer, st objectStatus) {
 	switch st.Kind {
 	case kindNotALock:
 		return
-	case kindCounter, kindPermits:
+	case kindCounter, kindPermits, kindSema, kindLatch:
 		writeCounter(w, st)
 		return
 	}
@@ -59,6 +59,16 @@ func headline(st objectStatus) string {
 		return "semaphore or latch: value " + st.Value
 	case kindPermits:
 		return fmt.Sprintf("permit-expirable semaphore: %s available, %d acquired", st.Value, st.AcquiredPermits)
+	case kindSema:
+		if st.RedisType == "none" {
+			return "semaphore: no key (0 available: never initialised, or deleted)"
+		}
+		return "semaphore: " + st.Value + " available"
+	case kindLatch:
+		if st.RedisType == "none" {
+			return "countdown latch: open (no key: counted down, or never set)"
+		}
+		return "countdown latch: count " + st.Value
 	}
 	return "not a lock: " + st.RedisType
 }
@@ -105,12 +115,43 @@ func queuedLine(q queued) string {
 
 // writeCounter writes the lines of a semaphore or countdown latch.
 func writeCounter(w io.Writer, st objectStatus) {
-	if st.TTLMillis != -1 {
+	if st.TTLMillis >= 0 {
 		fmt.Fprintf(w, "  expiry:   %s\n", fmtMillis(st.TTLMillis))
+	}
+	if st.Kind == kindPermits {
+		writePermits(w, st)
+	}
+	if st.Kind == kindLatch {
+		fmt.Fprintf(w, "  awaiters: %d subscribed to %s\n", st.Subscribers, st.Channel)
+		return
 	}
 	fmt.Fprintf(w, "  waiters:  %d subscribed to %s", st.Subscribers, st.Channel)
 	if st.LatchChannel != "" {
 		fmt.Fprintf(w, ", %d to %s", st.LatchSubscribers, st.LatchChannel)
 	}
 	fmt.Fprintln(w)
+}
+
+// writePermits writes the acquired permits of a permit-expirable semaphore,
+// one line each, earliest expiry first.
+func writePermits(w io.Writer, st objectStatus) {
+	fmt.Fprintf(w, "  permits:  %d acquired, earliest expiry first\n", st.AcquiredPermits)
+	for _, p := range st.Permits {
+		fmt.Fprintf(w, "    %s  %s\n", p.ID, permitLease(p))
+	}
+	if more := st.AcquiredPermits - int64(len(st.Permits)); more > 0 {
+		fmt.Fprintf(w, "    and %d more\n", more)
+	}
+}
+
+// permitLease says how long permit p has left.
+func permitLease(p permit) string {
+	switch d := p.ExpiresInMillis; {
+	case d == nil:
+		return "no lease"
+	case *d >= 0:
+		return "lease " + (time.Duration(*d) * time.Millisecond).String() + " left"
+	}
+	return "lease ran out " + (time.Duration(-*p.ExpiresInMillis) * time.Millisecond).String() +
+		" ago (the permit returns at the semaphore's next reclaiming call)"
 }

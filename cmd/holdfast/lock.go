@@ -20,6 +20,7 @@ type lockConfig struct {
 	name      string
 	argv      []string      // the command and its arguments; empty: hold until interrupted
 	kind      string        // "", "fair", "read", "write" or "fenced"
+	permits   int64         // --permits: hold one of this many permits of a semaphore; 0: a lock
 	noWait    bool          // -n, or -w 0: one attempt
 	wait      time.Duration // -w: the longest wait; 0: no limit
 	lease     time.Duration // --lease: a fixed lease; 0: the watchdog's
@@ -40,11 +41,14 @@ var lockKinds = []struct{ flag, help string }{
 // lockHelp is the help of "holdfast lock".
 var lockHelp = help{
 	about: "Waits for the lock NAME, runs COMMAND holding it (renewed while it runs), releases it and exits\n" +
-		"with the command's status. Without COMMAND, holds the lock until interrupted.",
-	synopsis: "usage: holdfast lock [flags] NAME [-- COMMAND [ARGS...]]\n\nFlags go before NAME.",
+		"with the command's status. Without COMMAND, holds the lock until interrupted. With --permits N,\n" +
+		"holds one of the N permits of the semaphore NAME instead: at most N commands run at once.",
+	synopsis: "usage: holdfast lock [flags] NAME [-- COMMAND [ARGS...]]\n" +
+		"       holdfast lock --permits N [flags] NAME [-- COMMAND [ARGS...]]\n\nFlags go before NAME.",
 	notes: durationNote + "\n" +
-		"The command gets $HOLDFAST_LOCK (NAME), $HOLDFAST_OWNER (the lock's owner field in Redis)\n" +
-		"and, with --fenced, $HOLDFAST_TOKEN. See docs/cli.md for the exit codes.",
+		"The command gets $HOLDFAST_LOCK (NAME), $HOLDFAST_OWNER (the lock's owner field in Redis),\n" +
+		"with --fenced $HOLDFAST_TOKEN, and with --permits $HOLDFAST_PERMIT (the permit's id) instead of\n" +
+		"$HOLDFAST_OWNER. See docs/cli.md for the exit codes.",
 }
 
 // lockCommand is "holdfast lock": see docs/cli.md.
@@ -56,7 +60,7 @@ func lockCommand(ctx context.Context, args []string, io stdio) int {
 	if err := cfg.conn.check(io.env); err != nil {
 		return usageError(io.err, "lock", err)
 	}
-	if code := refuseNames(io.err, "lock", []string{cfg.name}); code != exitOK {
+	if code := refuseName(io.err, "lock", cfg.nameKind(), cfg.name); code != exitOK {
 		return code
 	}
 	var cmd *exec.Cmd
@@ -100,20 +104,21 @@ func parseLock(args []string) (*lockConfig, *flag.FlagSet, error) {
 	for i, k := range lockKinds {
 		fs.BoolVar(&kinds[i], k.flag, false, k.help)
 	}
+	fs.Int64Var(&cfg.permits, "permits", 0, "hold one permit of the permit-expirable semaphore NAME of `N` permits (created with N on "+
+		"first use; Redisson's RPermitExpirableSemaphore) instead of a lock: at most N commands run at once")
 	if err := fs.Parse(args); err != nil {
 		return nil, fs, err
 	}
-	waitSet := false
-	fs.Visit(func(f *flag.Flag) { waitSet = waitSet || f.Name == "w" })
-	if err := cfg.finish(fs.Args(), kinds, waitSet); err != nil {
+	if err := cfg.finish(fs.Args(), kinds, isSet(fs, "w"), isSet(fs, "permits")); err != nil {
 		return nil, fs, err
 	}
 	return cfg, fs, nil
 }
 
 // finish checks the flags against each other and takes NAME and the command
-// from the arguments left after the flags.
-func (cfg *lockConfig) finish(rest []string, kinds []bool, waitSet bool) error {
+// from the arguments left after the flags. waitSet and permitsSet say whether
+// -w and --permits were given.
+func (cfg *lockConfig) finish(rest []string, kinds []bool, waitSet, permitsSet bool) error {
 	for i, on := range kinds {
 		switch {
 		case on && cfg.kind != "":
@@ -123,6 +128,10 @@ func (cfg *lockConfig) finish(rest []string, kinds []bool, waitSet bool) error {
 		}
 	}
 	switch {
+	case permitsSet && cfg.permits < 1:
+		return fmt.Errorf("--permits %d: a semaphore has 1 permit or more", cfg.permits)
+	case cfg.permits > 0 && cfg.kind != "":
+		return fmt.Errorf("--permits and --%s exclude each other", cfg.kind)
 	case cfg.noWait && waitSet:
 		return errors.New("-n and -w exclude each other")
 	case cfg.watchdog < 3*time.Millisecond:
@@ -153,6 +162,15 @@ func (cfg *lockConfig) takeArgs(rest []string) error {
 	}
 	cfg.name, cfg.argv = rest[0], rest[2:]
 	return nil
+}
+
+// nameKind is what NAME names, for its check (refuseName): a lock (""), or
+// with --permits a permit-expirable semaphore.
+func (cfg *lockConfig) nameKind() string {
+	if cfg.permits > 0 {
+		return kindPermits
+	}
+	return ""
 }
 
 // locker returns the lock the flags ask for.

@@ -7,16 +7,16 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"time"
 )
 
 // The variables holdfast gives the command.
 const (
-	envLock  = "HOLDFAST_LOCK"  // the lock's name
-	envOwner = "HOLDFAST_OWNER" // the hold's field in the lock's hash
-	envToken = "HOLDFAST_TOKEN" // the fencing token (--fenced)
+	envLock   = "HOLDFAST_LOCK"   // the lock's (or semaphore's) name
+	envOwner  = "HOLDFAST_OWNER"  // the hold's field in the lock's hash
+	envToken  = "HOLDFAST_TOKEN"  // the fencing token (--fenced)
+	envPermit = "HOLDFAST_PERMIT" // the permit's id (--permits)
 )
 
 // commandWaitDelay bounds how long, once the command has exited, holdfast
@@ -31,7 +31,7 @@ func (s *lockSession) hold(ctx context.Context, cmd *exec.Cmd) int {
 		return s.holdIdle(ctx)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = s.io.in, s.io.out, s.io.err
-	cmd.Env = commandEnv(os.Environ(), s.cfg.name, s.owner, s.tokenEnv())
+	cmd.Env = commandEnv(os.Environ(), s.cfg.name, s.owner, s.token, s.permit)
 	cmd.WaitDelay = commandWaitDelay
 	if err := cmd.Start(); err != nil {
 		return cannotRun(s.io, s.cfg.argv[0], err)
@@ -54,7 +54,7 @@ func (s *lockSession) hold(ctx context.Context, cmd *exec.Cmd) int {
 // (exited is closed). If the lock is lost meanwhile, it says so, sends the
 // command SIGTERM, then SIGKILL after --kill-grace, and reports the loss.
 func (s *lockSession) supervise(p *os.Process, exited <-chan struct{}) (lost bool) {
-	lostc := s.lease.Done()
+	lostc := s.held.Done()
 	var kill <-chan time.Time // after --kill-grace, once the lock is lost
 	for {
 		select {
@@ -64,7 +64,7 @@ func (s *lockSession) supervise(p *os.Process, exited <-chan struct{}) (lost boo
 			_ = p.Signal(sig) // fails only when the command has just exited
 		case <-lostc:
 			lostc, lost = nil, true
-			s.sayLost(fmt.Sprintf("%v; stopping the command (SIGTERM, SIGKILL %v later)", s.lease.Err(), s.cfg.killGrace))
+			s.sayLost(fmt.Sprintf("%v; stopping the command (SIGTERM, SIGKILL %v later)", s.held.Err(), s.cfg.killGrace))
 			_ = terminate(p)
 			kill = time.After(s.cfg.killGrace)
 		case <-kill:
@@ -78,40 +78,38 @@ func (s *lockSession) supervise(p *os.Process, exited <-chan struct{}) (lost boo
 // end of ctx (exit 0, the caller releases it), or until it is lost.
 func (s *lockSession) holdIdle(ctx context.Context) int {
 	if !s.cfg.quiet {
-		fmt.Fprintf(s.io.err, "holdfast lock: holding %q as %s until interrupted (Ctrl-C, SIGTERM)\n", s.cfg.name, s.owner)
+		as := "as " + s.owner
+		if s.permit != "" {
+			as = "with permit " + s.permit
+		}
+		fmt.Fprintf(s.io.err, "holdfast lock: holding %q %s until interrupted (Ctrl-C, SIGTERM)\n", s.cfg.name, as)
 	}
 	select {
 	case <-s.sigs:
 	case <-ctx.Done():
-	case <-s.lease.Done():
-		s.sayLost(s.lease.Err().Error())
+	case <-s.held.Done():
+		s.sayLost(s.held.Err().Error())
 		return exitLockLost
 	}
 	return exitOK
 }
 
-// tokenEnv returns the value of HOLDFAST_TOKEN: the fencing token with
-// --fenced, else "" (the variable is not set).
-func (s *lockSession) tokenEnv() string {
-	if s.cfg.kind != "fenced" {
-		return ""
-	}
-	return strconv.FormatInt(s.lease.Token(), 10)
-}
-
 // commandEnv returns base without holdfast's variables (an enclosing holdfast
-// may have set them), followed by those of this hold; token "" is left out.
-func commandEnv(base []string, name, owner, token string) []string {
+// may have set them), followed by those of this hold: HOLDFAST_LOCK=name and
+// those of owner, token and permit that are not "".
+func commandEnv(base []string, name, owner, token, permit string) []string {
 	env := make([]string, 0, len(base)+3)
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
-		if k != envLock && k != envOwner && k != envToken {
+		if k != envLock && k != envOwner && k != envToken && k != envPermit {
 			env = append(env, kv)
 		}
 	}
-	env = append(env, envLock+"="+name, envOwner+"="+owner)
-	if token != "" {
-		env = append(env, envToken+"="+token)
+	env = append(env, envLock+"="+name)
+	for _, v := range [][2]string{{envOwner, owner}, {envToken, token}, {envPermit, permit}} {
+		if v[1] != "" {
+			env = append(env, v[0]+"="+v[1])
+		}
 	}
 	return env
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/holdfast-go/holdfast/rlock"
@@ -20,10 +21,32 @@ type lockSession struct {
 
 	rdb      redis.UniversalClient // nil until connected
 	c        *rlock.Client         // nil until connected
-	lease    *rlock.Lease          // the hold; nil once released
-	owner    string                // the hold's field in the lock's hash
+	held     held                  // the lease or the permit; nil until acquired, and once released
+	owner    string                // $HOLDFAST_OWNER: the hold's field in the lock's hash; "" with --permits
+	token    string                // $HOLDFAST_TOKEN: the fencing token with --fenced, else ""
+	permit   string                // $HOLDFAST_PERMIT: the permit's id with --permits, else ""
 	lostSaid bool                  // the loss of the lock was reported
 }
+
+// held is what "holdfast lock" holds: a lock's lease (leaseHeld) or a
+// semaphore's permit (permitsHeld).
+type held interface {
+	Done() <-chan struct{}             // closed when the hold ends: released or lost
+	Err() error                        // why it ended; nil while held
+	release(ctx context.Context) error // gives it back (Lease.Unlock, Permits.Release)
+}
+
+// leaseHeld is a lock's lease as a held.
+type leaseHeld struct{ *rlock.Lease }
+
+// release unlocks the lease.
+func (l leaseHeld) release(ctx context.Context) error { return l.Unlock(ctx) }
+
+// permitsHeld is a semaphore's permit as a held.
+type permitsHeld struct{ *rlock.Permits }
+
+// release releases the permit.
+func (p permitsHeld) release(ctx context.Context) error { return p.Release(ctx) }
 
 // acquire connects and waits for the lock, until a signal interrupts the
 // wait. It reports whether the lock is held; if not, it has said why on
@@ -65,13 +88,29 @@ func (s *lockSession) connectAndLock(ctx context.Context) (int, error) {
 	}
 	stop := s.progress(ctx)
 	defer stop()
-	l, octx := s.cfg.locker(s.c), rlock.WithOwner(ctx)
-	if s.cfg.noWait || s.cfg.wait > 0 {
-		s.lease, err = l.TryLock(octx, s.cfg.tryLockOptions()...)
+	if s.cfg.permits > 0 {
+		err = s.takePermit(ctx)
 	} else {
-		s.lease, err = l.Lock(octx, s.cfg.lockOptions()...)
+		err = s.takeLock(ctx)
 	}
 	return lockFailureCode(err, s.cfg.busyCode), err
+}
+
+// takeLock waits for the lock (at most -w, or one attempt with -n) and
+// records the lease.
+func (s *lockSession) takeLock(ctx context.Context) error {
+	l, octx := s.cfg.locker(s.c), rlock.WithOwner(ctx)
+	var lease *rlock.Lease
+	var err error
+	if s.cfg.noWait || s.cfg.wait > 0 {
+		lease, err = l.TryLock(octx, s.cfg.tryLockOptions()...)
+	} else {
+		lease, err = l.Lock(octx, s.cfg.lockOptions()...)
+	}
+	if err == nil {
+		s.held = leaseHeld{lease}
+	}
+	return err
 }
 
 // lockFailureCode is the exit code of a failed acquisition.
@@ -105,16 +144,35 @@ func (s *lockSession) explain(ctx context.Context, err error) {
 	if s.cfg.wait > 0 {
 		what = "is still busy after " + s.cfg.wait.String()
 	}
-	fmt.Fprintf(s.io.err, "holdfast lock: %q %s: %s\n", s.cfg.name, what, describeHolder(ctx, s.rdb, s.cfg.name))
+	fmt.Fprintf(s.io.err, "holdfast lock: %q %s: %s\n", s.cfg.name, what, s.describe(ctx))
 }
 
-// findOwner records the hold's field in the lock's hash, the command's
-// HOLDFAST_OWNER. On error (the hold already ended) it returns the exit code.
+// describe says who holds the lock or the semaphore's permits, for a
+// message (describeHolder, describePermits).
+func (s *lockSession) describe(ctx context.Context) string {
+	if s.cfg.permits > 0 {
+		return describePermits(ctx, s.rdb, s.cfg.name)
+	}
+	return describeHolder(ctx, s.rdb, s.cfg.name)
+}
+
+// findOwner records what the command is told of the hold: the hold's field in
+// the lock's hash (HOLDFAST_OWNER), the fencing token (HOLDFAST_TOKEN), the
+// permit's id (HOLDFAST_PERMIT). On error (the hold already ended) it returns
+// the exit code.
 func (s *lockSession) findOwner() (int, error) {
-	if s.lease.Err() != nil {
+	if s.held.Err() != nil {
 		return exitLockLost, errors.New("lost before the command started (is the lease too short?)")
 	}
-	s.owner = s.lease.Holder()
+	switch h := s.held.(type) {
+	case leaseHeld:
+		s.owner = h.Holder()
+		if s.cfg.kind == "fenced" {
+			s.token = strconv.FormatInt(h.Token(), 10)
+		}
+	case permitsHeld:
+		s.permit = h.IDs()[0]
+	}
 	return exitOK, nil
 }
 
@@ -126,7 +184,7 @@ func (s *lockSession) release(ctx context.Context, code int) int {
 	switch {
 	case err == nil || s.lostSaid:
 		return code
-	case errors.Is(err, rlock.ErrNotHeld), errors.Is(err, rlock.ErrLockLost):
+	case holdGone(err):
 		s.sayLost("it was gone when the command ended")
 		return exitLockLost
 	}
@@ -134,16 +192,23 @@ func (s *lockSession) release(ctx context.Context, code int) int {
 	return code
 }
 
-// unlock gives the lease back, once. ctx's cancellation (a signal may have
-// cancelled it) does not stop the release: the library bounds it by the
-// client's release timeout, the connect timeout (see connectAndLock).
+// holdGone reports whether err, of a release, says that the hold was already
+// gone: the lock not held or lost, the permit lost or not held any more.
+func holdGone(err error) bool {
+	return errors.Is(err, rlock.ErrNotHeld) || errors.Is(err, rlock.ErrLockLost) ||
+		errors.Is(err, rlock.ErrPermitLost) || errors.Is(err, rlock.ErrNoSuchPermit)
+}
+
+// unlock gives the lease or permit back, once. ctx's cancellation (a signal
+// may have cancelled it) does not stop the release: the library bounds it by
+// the client's release timeout, the connect timeout (see connectAndLock).
 func (s *lockSession) unlock(ctx context.Context) error {
-	l := s.lease
-	if l == nil {
+	h := s.held
+	if h == nil {
 		return nil
 	}
-	s.lease = nil
-	return l.Unlock(ctx)
+	s.held = nil
+	return h.release(ctx)
 }
 
 // close releases the lock if still held, and closes the lock client and the

@@ -119,11 +119,58 @@ func TestCannotRun(t *testing.T) {
 }
 
 func TestCommandEnv(t *testing.T) {
-	base := []string{"PATH=/bin", "HOLDFAST_LOCK=outer", "HOLDFAST_OWNER=outer:1", "HOLDFAST_TOKEN=7", "HOME=/root"}
+	base := []string{"PATH=/bin", "HOLDFAST_LOCK=outer", "HOLDFAST_OWNER=outer:1", "HOLDFAST_TOKEN=7", "HOLDFAST_PERMIT=ab", "HOME=/root"}
 	require.Equal(t, []string{"PATH=/bin", "HOME=/root", "HOLDFAST_LOCK=n", "HOLDFAST_OWNER=id:2"},
-		commandEnv(base, "n", "id:2", ""))
+		commandEnv(base, "n", "id:2", "", ""))
 	require.Equal(t, []string{"PATH=/bin", "HOME=/root", "HOLDFAST_LOCK=n", "HOLDFAST_OWNER=id:2", "HOLDFAST_TOKEN=8"},
-		commandEnv(base, "n", "id:2", "8"))
+		commandEnv(base, "n", "id:2", "8", ""))
+	require.Equal(t, []string{"PATH=/bin", "HOME=/root", "HOLDFAST_LOCK=n", "HOLDFAST_PERMIT=0123"},
+		commandEnv(base, "n", "", "", "0123"))
+}
+
+// TestParseLockPermits: --permits N takes a semaphore's permit instead of a
+// lock, with lock's other flags; N < 1 and a lock kind are usage errors.
+func TestParseLockPermits(t *testing.T) {
+	cfg, _, err := parseLock([]string{"--permits", "3", "-w", "2", "--lease", "1m", "jobs", "--", "true"})
+	require.NoError(t, err)
+	require.EqualValues(t, 3, cfg.permits)
+	require.Equal(t, kindPermits, cfg.nameKind())
+	require.Equal(t, 2*time.Second, cfg.wait)
+	require.Len(t, cfg.permitOptions(), 1, "--lease: a fixed lease")
+	require.Len(t, cfg.tryPermitOptions(), 2, "--lease and -w")
+
+	cfg, _, err = parseLock([]string{"jobs"})
+	require.NoError(t, err)
+	require.Zero(t, cfg.permits, "a lock by default")
+	require.Equal(t, "", cfg.nameKind())
+	require.Empty(t, cfg.permitOptions(), "a watchdog lease")
+
+	for args, msg := range map[string]string{
+		"--permits 0 jobs":        "--permits 0: a semaphore has 1 permit or more",
+		"--permits -2 jobs":       "--permits -2: a semaphore has 1 permit or more",
+		"--permits x jobs":        "invalid value",
+		"--permits 2 --fair jobs": "--permits and --fair exclude each other",
+		"--read --permits 2 jobs": "--permits and --read exclude each other",
+	} {
+		_, _, err := parseLock(strings.Fields(args))
+		require.ErrorContains(t, err, msg, args)
+	}
+}
+
+// TestLockPermitsUsage: --permits 0 is a usage error in two lines (exit 64),
+// before any connection; a name no semaphore may have is refused in one line,
+// with the library's error.
+func TestLockPermitsUsage(t *testing.T) {
+	var errb bytes.Buffer
+	io := stdio{in: strings.NewReader(""), out: &bytes.Buffer{}, err: &errb, env: func(string) string { return "" }}
+	closed := "redis://127.0.0.1:1"
+	require.Equal(t, exitUsage, lockCommand(context.Background(), []string{"--redis", closed, "--permits", "0", "jobs", "--", "true"}, io))
+	require.Equal(t, "holdfast lock: --permits 0: a semaphore has 1 permit or more\nrun 'holdfast lock -h' for usage\n", errb.String())
+
+	errb.Reset()
+	require.Equal(t, exitUsage, lockCommand(context.Background(), []string{"--redis", closed, "--permits", "2", "a{b", "--", "true"}, io))
+	require.True(t, strings.HasPrefix(errb.String(), `holdfast lock: rlock: invalid argument: semaphore name "a{b": `), errb.String())
+	require.Equal(t, 1, strings.Count(errb.String(), "\n"))
 }
 
 func TestLockFailureCode(t *testing.T) {

@@ -1,10 +1,13 @@
-// Command holdfast runs commands under a distributed lock, inspects locks and
-// clears stuck ones, on Redisson's layout (Java and Go code see the same locks),
-// and shows holdfast at work on an embedded server.
+// Command holdfast runs commands under a distributed lock or holding one of N
+// permits of a semaphore, inspects locks, semaphores and latches and clears
+// stuck locks and permits, on Redisson's layout (Java and Go code see the same
+// objects), and shows holdfast at work on an embedded server.
 //
 //	holdfast lock [flags] NAME [-- COMMAND [ARGS...]]
+//	holdfast lock --permits N [flags] NAME [-- COMMAND [ARGS...]]
 //	holdfast status [flags] NAME...
 //	holdfast unlock --force [flags] NAME
+//	holdfast unlock --force [flags] --permit ID NAME
 //	holdfast demo [flags]
 //
 // See docs/cli.md for every flag, environment variable and exit code.
@@ -31,7 +34,7 @@ const (
 	exitDataErr     = 65 // the key is not a lock (unlock; EX_DATAERR)
 	exitUnavailable = 69 // Redis unreachable, authentication refused (EX_UNAVAILABLE)
 	exitSoftware    = 70 // an unexpected error (EX_SOFTWARE)
-	exitLockLost    = 75 // the lock was lost while the command ran (EX_TEMPFAIL)
+	exitLockLost    = 75 // the lock (or permit) was lost while the command ran (EX_TEMPFAIL)
 	exitCannotRun   = 126
 	exitNotFound    = 127
 )
@@ -103,15 +106,18 @@ func run(ctx context.Context, args []string, io stdio) int {
 
 // usage writes the help of holdfast itself to w.
 func usage(w io.Writer) {
-	fmt.Fprint(w, `holdfast runs a command under a distributed lock (a cluster-wide flock(1)), shows who
-holds a lock and who waits for it, and clears stuck locks. Its locks are Redisson's:
-Java and Go programs share them.
+	fmt.Fprint(w, `holdfast runs a command under a distributed lock (a cluster-wide flock(1)) or holding
+one of N permits of a semaphore, shows who holds a lock or permits and who waits, and
+clears stuck locks and permits. Its locks and semaphores are Redisson's: Java and Go
+programs share them.
 
 usage:
-  holdfast lock [flags] NAME [-- COMMAND [ARGS...]]   run COMMAND holding the lock NAME
-  holdfast status [flags] NAME...                     show who holds a lock, and who waits
-  holdfast unlock --force [flags] NAME                force-release a lock, waking its waiters
-  holdfast demo [flags]                               watch holdfast at work (embedded Redis)
+  holdfast lock [flags] NAME [-- COMMAND [ARGS...]]               run COMMAND holding the lock NAME
+  holdfast lock --permits N [flags] NAME [-- COMMAND [ARGS...]]   run COMMAND holding one of N permits
+  holdfast status [flags] NAME...                                 show who holds a lock, and who waits
+  holdfast unlock --force [flags] NAME                            force-release a lock, waking its waiters
+  holdfast unlock --force [flags] --permit ID NAME                force-release one permit of a semaphore
+  holdfast demo [flags]                                           watch holdfast at work (embedded Redis)
 
 Run "holdfast COMMAND -h" for the flags of a command; see docs/cli.md.
 `)

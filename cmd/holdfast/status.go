@@ -19,70 +19,121 @@ import (
 // docs/cli.md.
 var statusHelp = help{
 	about: "Shows what is at each lock NAME: the kind of lock, who holds it, how long its lease has left\n" +
-		"and who waits for it. It only reads, and shows Java (Redisson) locks as it shows holdfast's.",
+		"and who waits for it; for a semaphore its available and acquired permits, for a latch its count\n" +
+		"and awaiters. It only reads, and shows Java (Redisson) objects as it shows holdfast's.",
 	synopsis: "usage: holdfast status [flags] NAME...\n" +
-		"       holdfast status [flags] --scan PATTERN [NAME...]",
+		"       holdfast status [flags] --scan PATTERN [NAME...]\n" +
+		"       holdfast status [flags] [--semaphore NAME] [--latch NAME] [NAME...]",
 	notes: "Flags may also follow the names; -- ends them.\n" + durationNote + "\n" +
-		"See docs/cli.md for the JSON fields and the exit codes.",
+		"A semaphore and a latch both store an integer: name the kind with --semaphore or --latch,\n" +
+		"else status shows both readings. See docs/cli.md for the JSON fields and the exit codes.",
+}
+
+// target is a name status shows, and what the user said it is: "" (nothing),
+// kindSema (--semaphore) or kindLatch (--latch).
+type target struct{ name, as string }
+
+// kindFlag is the flag.Value of --semaphore and --latch: each use adds a
+// target of its kind to list, where the operands go too, in the order given.
+type kindFlag struct {
+	as   string
+	list *[]target
+}
+
+// Set adds the target name of the flag's kind.
+func (f kindFlag) Set(name string) error {
+	*f.list = append(*f.list, target{name: name, as: f.as})
+	return nil
+}
+
+// String returns "": the flags have no default.
+func (f kindFlag) String() string { return "" }
+
+// statusConfig is what the flags and operands of "holdfast status" ask for.
+type statusConfig struct {
+	conn    connFlags
+	targets []target
+	asJSON  bool
+	scan    string
+}
+
+// parseStatus parses the arguments of "holdfast status". The FlagSet is
+// returned for the usage message.
+func parseStatus(args []string) (*statusConfig, *flag.FlagSet, error) {
+	cfg := &statusConfig{}
+	fs := newFlagSet("status")
+	fs.BoolVar(&cfg.asJSON, "json", false, "print a JSON array, one object per name (fields: see docs/cli.md)")
+	fs.StringVar(&cfg.scan, "scan", "", "also show the lock objects whose keys match the glob `PATTERN` (SCAN; every primary of a Cluster)")
+	fs.Var(kindFlag{kindSema, &cfg.targets}, "semaphore", "show `NAME` as a semaphore (RSemaphore, or RPermitExpirableSemaphore); repeatable")
+	fs.Var(kindFlag{kindLatch, &cfg.targets}, "latch", "show `NAME` as a countdown latch (RCountDownLatch); repeatable")
+	cfg.conn.register(fs)
+	err := parseOperands(fs, args, func(n string) { cfg.targets = append(cfg.targets, target{name: n}) })
+	return cfg, fs, err
 }
 
 // statusCommand runs "holdfast status [flags] NAME..." and "holdfast status
 // --scan PATTERN": what is at each name, who holds it and who waits.
 func statusCommand(ctx context.Context, args []string, io stdio) int {
-	fs := newFlagSet("status")
-	asJSON := fs.Bool("json", false, "print a JSON array, one object per name (fields: see docs/cli.md)")
-	scan := fs.String("scan", "", "also show the lock objects whose keys match the glob `PATTERN` (SCAN; every primary of a Cluster)")
-	var cf connFlags
-	cf.register(fs)
-	names, err := parseInterspersed(fs, args)
+	cfg, fs, err := parseStatus(args)
 	if err != nil {
 		return flagError(err, "status", statusHelp, fs, io.out, io.err)
 	}
-	if err := checkOperands(cf, names, len(names) > 0 || *scan != "", "name at least one lock, or give --scan PATTERN", io.env); err != nil {
+	names := make([]string, len(cfg.targets))
+	for i, t := range cfg.targets {
+		names[i] = t.name
+	}
+	if err := checkOperands(cfg.conn, names, len(names) > 0 || cfg.scan != "", "name at least one lock, or give --scan PATTERN", io.env); err != nil {
 		return usageError(io.err, "status", err)
 	}
 	// A name that lock refuses is refused here too, not shown as free.
-	if code := refuseNames(io.err, "status", names); code != exitOK {
-		return code
+	for _, t := range cfg.targets {
+		if code := refuseName(io.err, "status", t.as, t.name); code != exitOK {
+			return code
+		}
 	}
-	rdb, code := openRedis(ctx, &cf, io, "status")
+	rdb, code := openRedis(ctx, &cfg.conn, io, "status")
 	if rdb == nil {
 		return code
 	}
 	defer rdb.Close()
-	list, err := statuses(ctx, rdb, names, *scan)
+	list, err := statuses(ctx, rdb, cfg.targets, cfg.scan)
 	if err != nil {
 		return redisFailure(io, "status", err)
 	}
-	if *asJSON {
-		enc := json.NewEncoder(io.out)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(list)
-		return exitOK
-	}
-	if len(list) == 0 {
-		fmt.Fprintf(io.out, "no lock objects match %q\n", *scan)
-	}
-	for i, st := range list {
-		if i > 0 {
-			fmt.Fprintln(io.out)
-		}
-		writeHuman(io.out, st)
-	}
+	writeStatuses(io.out, list, cfg)
 	return exitOK
 }
 
-// statuses inspects names, then the lock objects that --scan pattern finds
-// (when pattern is not empty) and that are not among names.
-func statuses(ctx context.Context, rdb redis.UniversalClient, names []string, pattern string) ([]objectStatus, error) {
+// writeStatuses writes list on w, in JSON or for humans as cfg asks.
+func writeStatuses(w io.Writer, list []objectStatus, cfg *statusConfig) {
+	if cfg.asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(list)
+		return
+	}
+	if len(list) == 0 {
+		fmt.Fprintf(w, "no lock objects match %q\n", cfg.scan)
+	}
+	for i, st := range list {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		writeHuman(w, st)
+	}
+}
+
+// statuses inspects targets, then the lock objects that --scan pattern finds
+// (when pattern is not empty) and that are not among targets.
+func statuses(ctx context.Context, rdb redis.UniversalClient, targets []target, pattern string) ([]objectStatus, error) {
 	list := []objectStatus{}
 	seen := make(map[string]bool)
-	for _, n := range names {
-		st, err := inspect(ctx, rdb, n)
+	for _, t := range targets {
+		st, err := inspectAs(ctx, rdb, t.name, t.as)
 		if err != nil {
 			return nil, err
 		}
-		list, seen[n] = append(list, st), true
+		list, seen[t.name] = append(list, st), true
 	}
 	if pattern == "" {
 		return list, nil
@@ -110,18 +161,29 @@ func statuses(ctx context.Context, rdb redis.UniversalClient, names []string, pa
 // (unlike flag.Parse, which stops at the first operand); "--" ends the flags.
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var operands []string
+	err := parseOperands(fs, args, func(s string) { operands = append(operands, s) })
+	return operands, err
+}
+
+// parseOperands is parseInterspersed that hands each operand to add as it
+// meets it, so that flags may add to the operands' list in order too.
+func parseOperands(fs *flag.FlagSet, args []string, add func(string)) error {
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			return err
 		}
 		rest := fs.Args()
 		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
-			return append(operands, rest...), nil
+			for _, s := range rest {
+				add(s)
+			}
+			return nil
 		}
 		if len(rest) == 0 {
-			return operands, nil
+			return nil
 		}
-		operands, args = append(operands, rest[0]), rest[1:]
+		add(rest[0])
+		args = rest[1:]
 	}
 }
 

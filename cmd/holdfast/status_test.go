@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/holdfast-go/holdfast/rlock"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
@@ -124,4 +126,202 @@ func TestUnlockConfirm(t *testing.T) {
 			"force-release lock job held by client 3edaecd7-8b5a-4c47-bdc6-fff775044369 owner 82 (count 1)? [y/N]"), errOut.String())
 		require.Equal(t, tc.code != exitOK, mr.Exists("job"), tc.answer)
 	}
+}
+
+// TestPermitsOf: a permit-expirable semaphore's zset members become ids (16
+// raw bytes as 32 lowercase hex characters, older Redisson's hex text as it
+// is) with their expiries on this machine's clock, or no lease.
+func TestPermitsOf(t *testing.T) {
+	now := time.UnixMilli(1_000_000)
+	raw := string([]byte{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0xff})
+	ps := permitsOf([]redis.Z{
+		{Score: 998_000, Member: raw},
+		{Score: 1_030_000, Member: "00112233445566778899aabbccddeeff"},
+		{Score: noLeaseScore, Member: "\x00\x01"},
+	}, now)
+	require.Len(t, ps, 3)
+	require.Equal(t, "0123456789abcdef00102030405060ff", ps[0].ID)
+	require.EqualValues(t, 998_000, *ps[0].ExpiryUnixMillis)
+	require.EqualValues(t, -2000, *ps[0].ExpiresInMillis)
+	require.Contains(t, permitLease(ps[0]), "lease ran out 2s ago")
+	require.Equal(t, "00112233445566778899aabbccddeeff", ps[1].ID, "Redisson < 3.17 stored the hex text")
+	require.Equal(t, "lease 30s left", permitLease(ps[1]))
+	require.Equal(t, permit{ID: "0001", NoLease: true}, ps[2])
+	require.Equal(t, "no lease", permitLease(ps[2]))
+}
+
+// TestClassifyCounters: an integer string is a permit-expirable semaphore
+// when permits are acquired in its zset, else what the user named it
+// (--semaphore, --latch), else "semaphore_or_latch" with both channels; a
+// named kind without a key shows as that kind, with its channel.
+func TestClassifyCounters(t *testing.T) {
+	now := time.Now()
+	str := snapshot{typ: "string", value: "2", pttl: -1}
+	for as, want := range map[string]objectStatus{
+		"":        {Kind: kindCounter, Channel: "redisson_sc:{n}", LatchChannel: "redisson_countdownlatch__channel__{n}"},
+		kindSema:  {Kind: kindSema, Channel: "redisson_sc:{n}"},
+		kindLatch: {Kind: kindLatch, Channel: "redisson_countdownlatch__channel__{n}"},
+	} {
+		st := classify("n", as, str, now)
+		require.Equal(t, []string{want.Kind, want.Channel, want.LatchChannel, "2"}, []string{st.Kind, st.Channel, st.LatchChannel, st.Value}, as)
+	}
+	pes := str
+	pes.permits, pes.permitSet = 1, []redis.Z{{Score: noLeaseScore, Member: "0123456789abcdef"}}
+	for _, as := range []string{"", kindSema, kindLatch} {
+		st := classify("n", as, pes, now)
+		require.Equal(t, kindPermits, st.Kind, "the zset says what it is, whatever the user said")
+		require.EqualValues(t, 1, st.AcquiredPermits)
+		require.Equal(t, []permit{{ID: "30313233343536373839616263646566", NoLease: true}}, st.Permits)
+	}
+	none := snapshot{typ: "none", pttl: -2}
+	require.Equal(t, kindFree, classify("n", "", none, now).Kind)
+	st := classify("n", kindLatch, none, now)
+	require.Equal(t, []string{kindLatch, "redisson_countdownlatch__channel__{n}"}, []string{st.Kind, st.Channel})
+	st = classify("n", kindSema, none, now)
+	require.Equal(t, []string{kindSema, "redisson_sc:{n}"}, []string{st.Kind, st.Channel})
+	require.Equal(t, kindNotALock, classify("n", kindLatch, snapshot{typ: "string", value: "x"}, now).Kind)
+}
+
+// TestWriteHumanCounters: the human blocks of semaphores and latches.
+func TestWriteHumanCounters(t *testing.T) {
+	in := int64(12_000)
+	at := int64(1_700_000_000_000)
+	for _, tc := range []struct {
+		st   objectStatus
+		want string
+	}{
+		{objectStatus{Name: "jobs", Kind: kindPermits, RedisType: "string", TTLMillis: -1, Value: "0", AcquiredPermits: 3,
+			Channel: "redisson_sc:{jobs}", Subscribers: 1,
+			Permits: []permit{{ID: "aa", ExpiryUnixMillis: &at, ExpiresInMillis: &in}, {ID: "bb", NoLease: true}}},
+			"jobs: permit-expirable semaphore: 0 available, 3 acquired\n" +
+				"  permits:  3 acquired, earliest expiry first\n" +
+				"    aa  lease 12s left\n" +
+				"    bb  no lease\n" +
+				"    and 1 more\n" +
+				"  waiters:  1 subscribed to redisson_sc:{jobs}\n"},
+		{objectStatus{Name: "done", Kind: kindLatch, RedisType: "string", TTLMillis: -1, Value: "3",
+			Channel: "redisson_countdownlatch__channel__{done}", Subscribers: 5},
+			"done: countdown latch: count 3\n  awaiters: 5 subscribed to redisson_countdownlatch__channel__{done}\n"},
+		{objectStatus{Name: "done", Kind: kindLatch, RedisType: "none", TTLMillis: -2, Channel: "redisson_countdownlatch__channel__{done}"},
+			"done: countdown latch: open (no key: counted down, or never set)\n  awaiters: 0 subscribed to redisson_countdownlatch__channel__{done}\n"},
+		{objectStatus{Name: "s", Kind: kindSema, RedisType: "string", TTLMillis: 5000, Value: "4", Channel: "redisson_sc:{s}", Subscribers: 2},
+			"s: semaphore: 4 available\n  expiry:   5s left\n  waiters:  2 subscribed to redisson_sc:{s}\n"},
+		{objectStatus{Name: "s", Kind: kindSema, RedisType: "none", TTLMillis: -2, Channel: "redisson_sc:{s}"},
+			"s: semaphore: no key (0 available: never initialised, or deleted)\n  waiters:  0 subscribed to redisson_sc:{s}\n"},
+	} {
+		var b bytes.Buffer
+		writeHuman(&b, tc.st)
+		require.Equal(t, tc.want, b.String())
+	}
+}
+
+// TestParseStatusKinds: --semaphore and --latch name targets of their kind,
+// in the order given among the plain names, and are checked by the library's
+// rule for that kind.
+func TestParseStatusKinds(t *testing.T) {
+	cfg, _, err := parseStatus([]string{"a", "--latch", "b", "c", "--semaphore", "d", "--json"})
+	require.NoError(t, err)
+	require.True(t, cfg.asJSON)
+	require.Equal(t, []target{{"a", ""}, {"b", kindLatch}, {"c", ""}, {"d", kindSema}}, cfg.targets)
+
+	// A latch's channel wraps the whole name in braces: "{t}:x" is refused for
+	// a latch, accepted for a lock; "a{b" the other way round.
+	require.ErrorContains(t, checkName(kindLatch, "{t}:x"), `rlock: invalid argument: latch name "{t}:x": `)
+	require.NoError(t, checkName("", "{t}:x"))
+	require.NoError(t, checkName(kindLatch, "a{b"))
+	require.ErrorIs(t, checkName("", "a{b"), rlock.ErrInvalidArgument)
+	require.ErrorIs(t, checkName(kindSema, "a{b"), rlock.ErrInvalidArgument)
+	require.ErrorIs(t, checkName(kindPermits, "a}b"), rlock.ErrInvalidArgument)
+
+	var out, errOut bytes.Buffer
+	io := stdio{out: &out, err: &errOut, env: func(string) string { return "" }}
+	require.Equal(t, exitUsage, statusCommand(context.Background(), []string{"--redis", "redis://127.0.0.1:1", "--latch", "{t}:x"}, io))
+	require.True(t, strings.HasPrefix(errOut.String(), `holdfast status: rlock: invalid argument: latch name "{t}:x": `), errOut.String())
+}
+
+// TestStatusCountersMiniredis: status reads a permit-expirable semaphore's
+// permits, and names the kind of an integer string as the user says.
+func TestStatusCountersMiniredis(t *testing.T) {
+	mr := miniredis.RunT(t)
+	require.NoError(t, mr.Set("jobs", "1"))
+	id := []byte{0xde, 0xad, 0xbe, 0xef, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
+	_, err := mr.ZAdd("{jobs}:timeout", noLeaseScore, string(id))
+	require.NoError(t, err)
+	require.NoError(t, mr.Set("done", "2"))
+	var out, errOut bytes.Buffer
+	io := stdio{out: &out, err: &errOut, env: func(string) string { return "" }}
+	args := []string{"--redis", "redis://" + mr.Addr(), "jobs", "--latch", "done", "--json"}
+	require.Equal(t, exitOK, statusCommand(context.Background(), args, io), errOut.String())
+	var list []objectStatus
+	require.NoError(t, json.Unmarshal(out.Bytes(), &list))
+	require.Len(t, list, 2)
+	require.Equal(t, kindPermits, list[0].Kind)
+	require.Equal(t, []permit{{ID: "deadbeef000102030405060708090a0b", NoLease: true}}, list[0].Permits)
+	require.Contains(t, out.String(), `"no_lease": true`)
+	require.Equal(t, []string{kindLatch, "2", "redisson_countdownlatch__channel__{done}"}, []string{list[1].Kind, list[1].Value, list[1].Channel})
+}
+
+// TestUnlockPermitUsage: --permit takes 32 hex characters, in either case; a
+// malformed id is a usage error in two lines and --permit without --force is
+// refused in one line, both before any connection.
+func TestUnlockPermitUsage(t *testing.T) {
+	id, err := parsePermitID("0123456789ABCDEF0123456789abcdef")
+	require.NoError(t, err)
+	require.Equal(t, "0123456789abcdef0123456789abcdef", id)
+	for _, bad := range []string{"", "0123", "0123456789abcdef0123456789abcdeg", "0123456789abcdef0123456789abcdef00"} {
+		_, err := parsePermitID(bad)
+		require.ErrorContains(t, err, "a permit id is 32 hexadecimal characters", bad)
+	}
+	var out, errOut bytes.Buffer
+	io := stdio{out: &out, err: &errOut, env: func(string) string { return "" }}
+	closed := "redis://127.0.0.1:1"
+	require.Equal(t, exitUsage, unlockCommand(context.Background(), []string{"--force", "--redis", closed, "--permit", "xyz", "jobs"}, io))
+	require.Equal(t, "holdfast unlock: --permit \"xyz\": a permit id is 32 hexadecimal characters (holdfast status NAME lists them)\n"+
+		"run 'holdfast unlock -h' for usage\n", errOut.String())
+	errOut.Reset()
+	require.Equal(t, exitUsage, unlockCommand(context.Background(), []string{"--redis", closed, "jobs", "--permit", id}, io))
+	require.Equal(t, "holdfast unlock: refusing to release permit "+id+" of \"jobs\" without --force: its holder is not told "+
+		"(see the permits with: holdfast status jobs)\n", errOut.String())
+	require.Empty(t, out.String())
+}
+
+// TestUnlockPermitMiniredis: unlock --force --permit releases a held permit
+// (its zset member goes, the available count goes up); a permit not held is
+// "nothing to release" (exit 0); a lock's hash is left alone (exit 65); a
+// semaphore without --permit is refused with the hint (exit 65).
+func TestUnlockPermitMiniredis(t *testing.T) {
+	mr := miniredis.RunT(t)
+	require.NoError(t, mr.Set("jobs", "0"))
+	raw := []byte{0xde, 0xad, 0xbe, 0xef, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
+	id := "deadbeef000102030405060708090a0b"
+	_, err := mr.ZAdd("{jobs}:timeout", noLeaseScore, string(raw))
+	require.NoError(t, err)
+	mr.HSet("lock", "3edaecd7-8b5a-4c47-bdc6-fff775044369:82", "1")
+	url := "redis://" + mr.Addr()
+	run := func(args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		io := stdio{out: &out, err: &errOut, env: func(string) string { return "" }}
+		code := unlockCommand(context.Background(), append([]string{"--force", "--redis", url}, args...), io)
+		return code, out.String(), errOut.String()
+	}
+	code, _, stderr := run("jobs")
+	require.Equal(t, exitDataErr, code)
+	require.Contains(t, stderr, "release one of its permits with --permit ID")
+
+	code, stdout, stderr := run("--permit", id, "jobs")
+	require.Equal(t, exitOK, code, stderr)
+	require.Equal(t, "force-released permit "+id+" of jobs (no lease); announced on redisson_sc:{jobs} (0 subscribed)\n", stdout)
+	v, err := mr.Get("jobs")
+	require.NoError(t, err)
+	require.Equal(t, "1", v, "the permit went back to the pool")
+	require.False(t, mr.Exists("{jobs}:timeout"))
+
+	code, stdout, _ = run("--permit", id, "jobs")
+	require.Equal(t, exitOK, code)
+	require.Contains(t, stdout, "is not held in jobs: nothing to release")
+
+	code, _, stderr = run("--permit", id, "lock")
+	require.Equal(t, exitDataErr, code)
+	require.Contains(t, stderr, "holdfast unlock: lock: locked (RLock layout")
+	require.True(t, mr.Exists("lock"))
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -19,41 +20,80 @@ const forceAttempts = 3
 // docs/cli.md.
 var unlockHelp = help{
 	about: "Force-releases the lock NAME whoever holds it, and wakes its waiters (Redisson's forceUnlock).\n" +
-		"Meant for a lock whose holder is gone or stuck: see who holds it with holdfast status NAME.",
-	synopsis: "usage: holdfast unlock --force [--yes] [flags] NAME",
+		"Meant for a lock whose holder is gone or stuck: see who holds it with holdfast status NAME.\n" +
+		"With --permit, releases that permit of the permit-expirable semaphore NAME instead.",
+	synopsis: "usage: holdfast unlock --force [--yes] [flags] NAME\n" +
+		"       holdfast unlock --force [--yes] [flags] --permit ID NAME",
 	notes: "Flags may also follow NAME. On a terminal it asks before releasing, unless --yes.\n" +
 		durationNote + "\nSee docs/cli.md for the exit codes.",
 }
 
-// unlockCommand runs "holdfast unlock --force [--yes] [flags] NAME": it deletes
-// the lock whoever holds it and wakes its waiters, through the library's
-// ForceUnlock of the lock's kind.
-func unlockCommand(ctx context.Context, args []string, io stdio) int {
+// unlockConfig is what the flags and operand of "holdfast unlock" ask for.
+type unlockConfig struct {
+	conn   connFlags
+	name   string
+	force  bool   // --force
+	yes    bool   // --yes
+	permit string // --permit, in lowercase; "": release the lock NAME
+}
+
+// parseUnlock parses the arguments of "holdfast unlock". The FlagSet is
+// returned for the usage message.
+func parseUnlock(args []string, env func(string) string) (*unlockConfig, *flag.FlagSet, error) {
+	cfg := &unlockConfig{}
 	fs := newFlagSet("unlock")
-	force := fs.Bool("force", false, "required: release the lock whoever holds it, and wake its waiters")
-	yes := fs.Bool("yes", false, "do not ask for confirmation (only asked when stdin is a terminal)")
-	var cf connFlags
-	cf.register(fs)
+	fs.BoolVar(&cfg.force, "force", false, "required: release the lock whoever holds it, and wake its waiters")
+	fs.BoolVar(&cfg.yes, "yes", false, "do not ask for confirmation (only asked when stdin is a terminal)")
+	fs.StringVar(&cfg.permit, "permit", "", "release the permit `ID` (32 hex characters, as holdfast status NAME lists it) "+
+		"of the permit-expirable semaphore NAME, not a lock")
+	cfg.conn.register(fs)
 	names, err := parseInterspersed(fs, args)
 	if err != nil {
-		return flagError(err, "unlock", unlockHelp, fs, io.out, io.err)
+		return nil, fs, err
 	}
 	missing := "missing the lock's NAME"
 	if len(names) > 1 {
 		missing = fmt.Sprintf("one NAME at a time, not %d", len(names))
 	}
-	if err := checkOperands(cf, names, len(names) == 1, missing, io.env); err != nil {
-		return usageError(io.err, "unlock", err)
+	if err := checkOperands(cfg.conn, names, len(names) == 1, missing, env); err != nil {
+		return nil, fs, err
 	}
-	if code := refuseNames(io.err, "unlock", names); code != exitOK {
+	cfg.name = names[0]
+	if isSet(fs, "permit") {
+		if cfg.permit, err = parsePermitID(cfg.permit); err != nil {
+			return nil, fs, err
+		}
+	}
+	return cfg, fs, nil
+}
+
+// isSet reports whether the flag name was given on the command line.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// unlockCommand runs "holdfast unlock --force [--yes] [flags] NAME": it deletes
+// the lock whoever holds it and wakes its waiters, through the library's
+// ForceUnlock of the lock's kind; with --permit ID it releases that permit of
+// the permit-expirable semaphore NAME.
+func unlockCommand(ctx context.Context, args []string, io stdio) int {
+	cfg, fs, err := parseUnlock(args, io.env)
+	if err != nil {
+		return flagError(err, "unlock", unlockHelp, fs, io.out, io.err)
+	}
+	as := ""
+	if cfg.permit != "" {
+		as = kindPermits
+	}
+	if code := refuseName(io.err, "unlock", as, cfg.name); code != exitOK {
 		return code
 	}
-	if !*force {
-		fmt.Fprintf(io.err, "holdfast unlock: refusing to release %q without --force: it ends the lock whoever holds it "+
-			"and wakes its waiters (see who holds it with: holdfast status %s)\n", names[0], names[0])
-		return exitUsage
+	if !cfg.force {
+		return refuseWithoutForce(io, cfg)
 	}
-	rdb, code := openRedis(ctx, &cf, io, "unlock")
+	rdb, code := openRedis(ctx, &cfg.conn, io, "unlock")
 	if rdb == nil {
 		return code
 	}
@@ -63,7 +103,24 @@ func unlockCommand(ctx context.Context, args []string, io stdio) int {
 		return redisFailure(io, "unlock", err)
 	}
 	defer c.Close()
-	return forceRelease(ctx, c, rdb, names[0], !*yes && io.interactive, io)
+	ask := !cfg.yes && io.interactive
+	if cfg.permit != "" {
+		return forceReleasePermit(ctx, c, rdb, cfg.name, cfg.permit, ask, io)
+	}
+	return forceRelease(ctx, c, rdb, cfg.name, ask, io)
+}
+
+// refuseWithoutForce says that unlock does nothing without --force, and
+// returns exitUsage.
+func refuseWithoutForce(io stdio, cfg *unlockConfig) int {
+	if cfg.permit != "" {
+		fmt.Fprintf(io.err, "holdfast unlock: refusing to release permit %s of %q without --force: its holder is not told "+
+			"(see the permits with: holdfast status %s)\n", cfg.permit, cfg.name, cfg.name)
+		return exitUsage
+	}
+	fmt.Fprintf(io.err, "holdfast unlock: refusing to release %q without --force: it ends the lock whoever holds it "+
+		"and wakes its waiters (see who holds it with: holdfast status %s)\n", cfg.name, cfg.name)
+	return exitUsage
 }
 
 // forceRelease inspects name and force-releases it as its kind says, asking
@@ -113,6 +170,10 @@ func notLocked(io stdio, st objectStatus) (code int, done bool) {
 		fmt.Fprintf(io.out, "%s is not locked: nothing to release (fair lock; %d queued waiters left in the queue)\n",
 			st.Name, len(st.Queue))
 		return exitOK, true
+	case st.Kind == kindPermits:
+		fmt.Fprintf(io.err, "holdfast unlock: %s: %s; nothing released (release one of its permits with --permit ID: "+
+			"holdfast status %s lists them)\n", st.Name, headline(st), st.Name)
+		return exitDataErr, true
 	case st.Kind != kindLock && st.Kind != kindFair && st.Kind != kindRW:
 		fmt.Fprintf(io.err, "holdfast unlock: %s: %s; nothing released\n", st.Name, headline(st))
 		return exitDataErr, true
