@@ -427,7 +427,7 @@ func TestFairMutexTryLockAndReentrancy(t *testing.T) {
 		require.NoError(t, err)
 		const wait = 1500 * time.Millisecond
 		start := time.Now()
-		got := fairGo(ctx, other.NewFairMutex(name).TryLock, rlock.WithWaitTime(wait))
+		got := fairGo[rlock.TryLockOption](ctx, other.NewFairMutex(name).TryLock, rlock.WithWaitTime(wait))
 		q := fairAwaitQueue(t, rdb, name, 1)
 		require.True(t, strings.HasPrefix(q[0], other.ID()+":"))
 		// Its allowance is its wait time: deadline = holder's PTTL + wait.
@@ -691,7 +691,7 @@ func TestFairMutexClosedClientLeavesQueue(t *testing.T) {
 	require.NoError(t, err)
 	w1 := fairGo(ctx, wc.NewFairMutex(name).Lock)
 	fairAwaitQueue(t, rdb, name, 1)
-	w2 := fairGo(ctx, wc.NewFairMutex(name).TryLock, rlock.WithWaitTime(time.Minute))
+	w2 := fairGo[rlock.TryLockOption](ctx, wc.NewFairMutex(name).TryLock, rlock.WithWaitTime(time.Minute))
 	q := fairAwaitQueue(t, rdb, name, 2)
 	fairAwaitSubscribed(t, fairNumSub(rdb), name, q[1])
 	require.NoError(t, wc.Close())
