@@ -409,7 +409,7 @@ func TestCLILockNotALock(t *testing.T) {
 	require.NoError(t, rdb.Set(ctx, name, "x", time.Minute).Err())
 	code, stderr := runLockCLI(t, redistest.Shared(t).Addr, name, "--", "echo", "never")
 	require.Equal(t, 65, code, stderr)
-	require.Equal(t, "holdfast lock: rlock: key holds a value that is not a lock: "+strconv.Quote(name)+"\n", stderr)
+	require.Equal(t, "holdfast lock: rlock: key holds a value of another kind: "+strconv.Quote(name)+" is not a lock\n", stderr)
 	require.Equal(t, "x", rdb.Get(ctx, name).Val(), "the key is left alone")
 
 	// A name whose keys could not share a Cluster slot is refused on any server.
