@@ -95,7 +95,7 @@ func (c *Client) acquired(o *owner, lk *lockDef, a lua.AcquireArgs, lo lockOptio
 // may have run and only its reply was lost, the acquisition is undone.
 func (c *Client) acquireFailed(a lua.AcquireArgs, err error) error {
 	if lua.IsWrongType(err) {
-		return fmt.Errorf("%w: %s", ErrWrongType, quote(a.Lock.Name()))
+		return fmt.Errorf("%w: %s is not a lock", ErrWrongType, quote(a.Lock.Name()))
 	}
 	if !isReply(err) {
 		c.undoAcquire(a)
