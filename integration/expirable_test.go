@@ -432,3 +432,110 @@ func TestExpirableWrongType(t *testing.T) {
 		})
 	}
 }
+
+// TestExpirablePermitsHandleEnds: a Permits handle's Done closes, and Err says
+// why, however its permits end: a fixed lease that runs out (ErrPermitLost, at
+// the lease's end), a watchdog permit removed from the zset, released by id in
+// another client, or its semaphore deleted (ErrPermitLost within about one
+// renewal interval, 333 ms here), its own Release (ErrReleased; a second
+// Release gives nothing back twice) and Close of its client (ErrClosed, the
+// permit given back).
+func TestExpirablePermitsHandleEnds(t *testing.T) {
+	const watchdog = time.Second
+	srv := redistest.Shared(t)
+	admin := srv.Client(t)
+	other := newClient(t, srv.Client(t))
+
+	// start returns a semaphore of 3 permits, in a client with a 1 s watchdog,
+	// and a handle of one of them taken with opts.
+	start := func(t *testing.T, c *rlock.Client, opts ...rlock.TryPermitOption) (*rlock.ExpirableSemaphore, *rlock.Permits, string) {
+		t.Helper()
+		ctx := testCtx(t, 20*time.Second)
+		name := redistest.Name(t)
+		t.Cleanup(func() { _ = admin.Del(context.Background(), name, syncTimeoutKey(name)).Err() })
+		s := c.NewExpirableSemaphore(name)
+		ok, err := s.TrySetPermits(ctx, 3)
+		require.NoError(t, err)
+		require.True(t, ok)
+		p, err := s.TryAcquire(ctx, 1, opts...)
+		require.NoError(t, err)
+		require.NoError(t, p.Err())
+		return s, p, name
+	}
+	// ends waits (at most within) for p to end and checks its error.
+	ends := func(t *testing.T, p *rlock.Permits, since time.Time, within time.Duration, want error, what string) {
+		t.Helper()
+		select {
+		case <-p.Done():
+			t.Logf("%s: the handle ended %v later: %v", what, time.Since(since).Round(time.Millisecond), p.Err())
+			require.ErrorIs(t, p.Err(), want, what)
+		case <-time.After(within):
+			t.Fatalf("%s: the handle did not end within %v (Err %v)", what, within, p.Err())
+		}
+	}
+
+	t.Run("FixedLeaseRunsOut", func(t *testing.T) {
+		c := newClient(t, srv.Client(t), rlock.WithWatchdogTimeout(watchdog))
+		const lease = 300 * time.Millisecond
+		taken := time.Now()
+		_, p, name := start(t, c, rlock.WithPermitLease(lease))
+		ends(t, p, taken, lease+2*time.Second, rlock.ErrPermitLost, "fixed lease ran out")
+		require.GreaterOrEqual(t, time.Since(taken), lease-20*time.Millisecond, "not before the lease's end")
+		// The lost handle's Release still gives the expired permit back (as
+		// Redisson's tryRelease(id) does), and says it was not held.
+		err := p.Release(testCtx(t, 5*time.Second))
+		require.ErrorIs(t, err, rlock.ErrNoSuchPermit)
+		st := expRead(t, admin, name)
+		require.EqualValues(t, 3, st.available)
+		require.Empty(t, st.permits)
+	})
+
+	for _, tc := range []struct {
+		name string
+		end  func(t *testing.T, s *rlock.ExpirableSemaphore, p *rlock.Permits, name string)
+	}{
+		{"RemovedFromZset", func(t *testing.T, _ *rlock.ExpirableSemaphore, p *rlock.Permits, name string) {
+			require.EqualValues(t, 1, admin.ZRem(context.Background(), syncTimeoutKey(name), syncRawID(t, p.IDs()[0])).Val())
+		}},
+		{"ReleasedByIDInAnotherClient", func(t *testing.T, _ *rlock.ExpirableSemaphore, p *rlock.Permits, name string) {
+			require.NoError(t, other.NewExpirableSemaphore(name).Release(context.Background(), p.IDs()[0]))
+		}},
+		{"SemaphoreDeleted", func(t *testing.T, s *rlock.ExpirableSemaphore, _ *rlock.Permits, _ string) {
+			ok, err := s.Delete(context.Background())
+			require.NoError(t, err)
+			require.True(t, ok)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClient(t, srv.Client(t), rlock.WithWatchdogTimeout(watchdog))
+			s, p, name := start(t, c)
+			ended := time.Now()
+			tc.end(t, s, p, name)
+			ends(t, p, ended, 2*time.Second, rlock.ErrPermitLost, tc.name)
+		})
+	}
+
+	t.Run("Released", func(t *testing.T) {
+		c := newClient(t, srv.Client(t), rlock.WithWatchdogTimeout(watchdog))
+		_, p, name := start(t, c)
+		ctx := testCtx(t, 5*time.Second)
+		require.NoError(t, p.Release(ctx))
+		ends(t, p, time.Now(), time.Millisecond, rlock.ErrReleased, "Release")
+		err := p.Release(ctx)
+		require.ErrorIs(t, err, rlock.ErrNoSuchPermit, "a second Release")
+		st := expRead(t, admin, name)
+		require.EqualValues(t, 3, st.available, "given back once")
+		require.Empty(t, st.permits)
+	})
+
+	t.Run("ClientClosed", func(t *testing.T) {
+		c, err := rlock.New(srv.Client(t), rlock.WithWatchdogTimeout(watchdog))
+		require.NoError(t, err)
+		_, p, name := start(t, c)
+		require.NoError(t, c.Close())
+		ends(t, p, time.Now(), time.Millisecond, rlock.ErrClosed, "Close")
+		st := expRead(t, admin, name)
+		require.EqualValues(t, 3, st.available, "Close gave the permit back")
+		require.Empty(t, st.permits)
+	})
+}

@@ -14,6 +14,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -371,6 +372,169 @@ func TestSemaphoreWrongType(t *testing.T) {
 				require.Less(t, time.Since(start), 3*time.Second, "%s failed at once", call.what)
 				check(call.what)
 			}
+		})
+	}
+}
+
+// TestSemaphoreReleaseWakesAsMany: five waiters of one client wait for one
+// permit each; a release of 3 permits in another client lets exactly three of
+// them in at once, and a release of 2 the last two. The waiters' re-check
+// interval is a minute: a release that woke only one waiter per message would
+// leave the others for a minute. Both kinds (ExpirableSemaphore's release of a
+// 3-id handle publishes 3, its delta).
+func TestSemaphoreReleaseWakesAsMany(t *testing.T) {
+	srv := redistest.Shared(t)
+	admin := srv.Client(t)
+	waiter := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute))
+	other := newClient(t, srv.Client(t))
+	for _, kind := range []string{"Semaphore", "ExpirableSemaphore"} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := testCtx(t, 30*time.Second)
+			name := redistest.Name(t)
+			method := "(*" + kind + ").Acquire"
+			var release func(n int64) error
+			var wait func() error
+			if kind == "Semaphore" {
+				ok, err := other.NewSemaphore(name).TrySetPermits(ctx, 0, 0)
+				require.NoError(t, err)
+				require.True(t, ok)
+				release = func(n int64) error { return other.NewSemaphore(name).Release(ctx, n) }
+				wait = func() error { return waiter.NewSemaphore(name).Acquire(ctx, 1) }
+			} else {
+				s := other.NewExpirableSemaphore(name)
+				ok, err := s.TrySetPermits(ctx, 5)
+				require.NoError(t, err)
+				require.True(t, ok)
+				three, err := s.TryAcquire(ctx, 3)
+				require.NoError(t, err)
+				two, err := s.TryAcquire(ctx, 2)
+				require.NoError(t, err)
+				release = func(n int64) error {
+					if n == 3 {
+						return three.Release(ctx)
+					}
+					return two.Release(ctx)
+				}
+				var mu sync.Mutex
+				var got []*rlock.Permits
+				t.Cleanup(func() {
+					mu.Lock()
+					defer mu.Unlock()
+					for _, p := range got {
+						_ = p.Release(context.Background())
+					}
+				})
+				wait = func() error {
+					p, err := waiter.NewExpirableSemaphore(name).Acquire(ctx, 1)
+					if err == nil {
+						mu.Lock()
+						got = append(got, p)
+						mu.Unlock()
+					}
+					return err
+				}
+			}
+			base := syncParked(method)
+			done := make(chan time.Time, 5)
+			for range 5 {
+				go func() {
+					if err := wait(); err != nil {
+						t.Error(err)
+					}
+					done <- time.Now()
+				}()
+			}
+			syncAwaitParked(t, method, base+5)
+			syncAwaitSubs(t, admin, syncSemChannel(name), 1)
+
+			for _, n := range []int64{3, 2} {
+				released := time.Now()
+				require.NoError(t, release(n))
+				var slowest time.Duration
+				for i := range n {
+					select {
+					case at := <-done:
+						slowest = max(slowest, at.Sub(released))
+					case <-time.After(5 * time.Second):
+						t.Fatalf("release of %d: only %d waiter(s) got in within 5 s", n, i)
+					}
+				}
+				t.Logf("release of %d permits: %d waiters in, the last %v after the release", n, n, slowest.Round(time.Microsecond))
+				require.Less(t, slowest, 2*time.Second, "woken by the release, not by a re-check")
+				v, _ := syncGet(t, admin, name)
+				require.Zero(t, v, "every released permit was taken")
+				if n == 3 {
+					require.Equal(t, base+2, syncParked(method), "two waiters still wait")
+					select {
+					case <-done:
+						t.Fatal("a fourth waiter got in with 3 permits released")
+					default:
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSemaphoreWaitTime: TryAcquire with WithWaitTime fails with
+// ErrNotAcquired once the wait time is over (not before, not much after), or
+// with ctx's error too when ctx ends first, and succeeds when a release comes
+// during the wait; for both kinds.
+func TestSemaphoreWaitTime(t *testing.T) {
+	const wait = 400 * time.Millisecond
+	srv := redistest.Shared(t)
+	c := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute))
+	other := newClient(t, srv.Client(t))
+	for _, kind := range []string{"Semaphore", "ExpirableSemaphore"} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := testCtx(t, 30*time.Second)
+			name := redistest.Name(t)
+			var try func(ctx context.Context) error
+			var release func() error
+			if kind == "Semaphore" {
+				_, err := other.NewSemaphore(name).TrySetPermits(ctx, 0, 0)
+				require.NoError(t, err)
+				try = func(ctx context.Context) error {
+					return c.NewSemaphore(name).TryAcquire(ctx, 1, rlock.WithWaitTime(wait))
+				}
+				release = func() error { return other.NewSemaphore(name).Release(ctx, 1) }
+			} else {
+				s := other.NewExpirableSemaphore(name)
+				_, err := s.TrySetPermits(ctx, 1)
+				require.NoError(t, err)
+				p, err := s.TryAcquire(ctx, 1)
+				require.NoError(t, err)
+				try = func(ctx context.Context) error {
+					q, err := c.NewExpirableSemaphore(name).TryAcquire(ctx, 1, rlock.WithWaitTime(wait))
+					if err == nil {
+						err = q.Release(ctx)
+					}
+					return err
+				}
+				release = func() error { return p.Release(ctx) }
+			}
+
+			start := time.Now()
+			err := try(ctx)
+			took := time.Since(start)
+			require.ErrorIs(t, err, rlock.ErrNotAcquired)
+			require.GreaterOrEqual(t, took, wait, "gave up before its wait time")
+			require.Less(t, took, wait+time.Second)
+
+			short, cancel := context.WithTimeout(ctx, wait/4)
+			defer cancel()
+			err = try(short)
+			require.ErrorIs(t, err, rlock.ErrNotAcquired)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+
+			got := syncGoErr(func() error { return try(ctx) })
+			syncAwaitSubs(t, srv.Client(t), syncSemChannel(name), 1)
+			released := time.Now()
+			require.NoError(t, release())
+			g := syncAwait(t, got, 5*time.Second, "TryAcquire with a release during its wait")
+			require.NoError(t, g.err)
+			t.Logf("%s: wait time %v: gave up after %v; with a release during the wait, acquired %v after it",
+				kind, wait, took.Round(time.Millisecond), g.at.Sub(released).Round(time.Microsecond))
 		})
 	}
 }
