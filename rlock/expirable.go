@@ -109,18 +109,16 @@ func (s *ExpirableSemaphore) acquire(ctx context.Context, n int64, o permitOptio
 		p, sleep, err := s.attempt(ctx, ids, o.lease)
 		return turn[*Permits]{got: p, done: p != nil || !wait || err != nil, sleep: sleep}, err
 	}
-	if !wait {
-		t, err := attempt(ctx)
-		if err == nil && t.got == nil {
-			err = fmt.Errorf("%w: semaphore %s has fewer than %d permits available", ErrNotAcquired, quote(s.o.name), n)
-		}
-		return t.got, err
-	}
 	var deadline time.Time
 	if o.wait > 0 {
 		deadline = time.Now().Add(o.wait)
 	}
-	return waitFor(ctx, &s.o, lua.SemaphoreChannel(s.o.name), semaphoreWake, deadline, true, attempt)
+	w := syncWait[*Permits]{channel: lua.SemaphoreChannel(s.o.name), wake: semaphoreWake, deadline: deadline, acquiring: true, attempt: attempt}
+	p, err := w.run(ctx, &s.o)
+	if err == nil && p == nil {
+		err = fmt.Errorf("%w: semaphore %s has fewer than %d permits available", ErrNotAcquired, quote(s.o.name), n)
+	}
+	return p, err
 }
 
 // attempt tries once to take the permits ids: the handle, or how long to sleep

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
 	"github.com/holdfast-go/holdfast/pubsub"
@@ -94,7 +93,7 @@ func (l *CountDownLatch) Await(ctx context.Context) error {
 	defer l.o.c.dropLatchNews(l.channel)
 	seen := news.snapshot()
 	first := true
-	_, err := waitFor(ctx, &l.o, l.channel, news.wake, time.Time{}, false, func(ctx context.Context) (turn[struct{}], error) {
+	w := syncWait[struct{}]{channel: l.channel, wake: news.wake, attempt: func(ctx context.Context) (turn[struct{}], error) {
 		if news.opened.Load() != seen.opened {
 			return turn[struct{}]{done: true}, nil
 		}
@@ -109,7 +108,8 @@ func (l *CountDownLatch) Await(ctx context.Context) error {
 			return turn[struct{}]{}, fmt.Errorf("%w: %s", ErrLatchDeleted, quote(l.o.name))
 		}
 		return turn[struct{}]{done: true}, nil
-	})
+	}}
+	_, err := w.run(ctx, &l.o)
 	return err
 }
 

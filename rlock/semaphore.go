@@ -80,14 +80,11 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait bool, deadline ti
 		}
 		return turn[bool]{got: ok, done: ok || !wait, sleep: -1}, nil
 	}
-	if !wait {
-		t, err := attempt(ctx)
-		if err == nil && !t.got {
-			err = s.notAvailable(n)
-		}
-		return err
+	w := syncWait[bool]{channel: lua.SemaphoreChannel(s.o.name), wake: semaphoreWake, deadline: deadline, acquiring: true, attempt: attempt}
+	got, err := w.run(ctx, &s.o)
+	if err == nil && !got {
+		err = s.notAvailable(n)
 	}
-	_, err := waitFor(ctx, &s.o, lua.SemaphoreChannel(s.o.name), semaphoreWake, deadline, true, attempt)
 	return err
 }
 

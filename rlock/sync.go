@@ -84,16 +84,30 @@ func (o *syncObject) wrap(err error) error {
 // lua.Request).
 func (o *syncObject) request() lua.Request { return lua.NewRequest(o.name, o.c.latchTTL) }
 
-// waitFor runs attempt until it ends the wait (await), listening to channel with
-// the wake policy between attempts, each sleep bounded by the one the attempt
-// asks for and by the recheck interval. It ends with ctx, with deadline (zero:
-// none) and with Close: it returns then ErrClosed, or for an acquisition
-// (acquiring) an error matching ErrNotAcquired and ctx's error, else ctx's
-// error.
-func waitFor[T any](ctx context.Context, o *syncObject, channel string, wake pubsub.WakePolicy, deadline time.Time,
-	acquiring bool, attempt func(context.Context) (turn[T], error)) (T, error) {
+// syncWait is one wait of a synchronizer: its attempt, the channel that
+// wakes it and how, its deadline (zero: none), and whether it acquires.
+type syncWait[T any] struct {
+	channel   string
+	wake      pubsub.WakePolicy
+	deadline  time.Time
+	acquiring bool // an ended ctx makes an error matching ErrNotAcquired
+	attempt   func(context.Context) (turn[T], error)
+}
+
+// run makes the first attempt, and if it did not end the wait, waits (await):
+// it listens to the channel with the wake policy between attempts, each sleep
+// bounded by the one the attempt asks for and by the recheck interval. The
+// first attempt costs nothing more than its round trip: no wait context, no
+// subscription. The wait ends with ctx, the deadline and Close: run returns
+// then ErrClosed, or for an acquisition an error matching ErrNotAcquired and
+// ctx's error, else ctx's error.
+func (w syncWait[T]) run(ctx context.Context, o *syncObject) (T, error) {
+	first, err := w.attempt(ctx)
+	if err != nil || first.done {
+		return first.got, err
+	}
 	c := o.c
-	ctx, stop := c.waitContext(ctx, deadline)
+	ctx, stop := c.waitContext(ctx, w.deadline)
 	defer stop()
 	var sub subscription
 	defer func() {
@@ -101,16 +115,21 @@ func waitFor[T any](ctx context.Context, o *syncObject, channel string, wake pub
 			sub.Close()
 		}
 	}()
+	tried := false
 	got, err := await(ctx, waitPlan[T]{
 		attempt: func(ctx context.Context) (turn[T], error) {
-			t, err := attempt(ctx)
+			t, err := first, error(nil)
+			if tried {
+				t, err = w.attempt(ctx)
+			}
+			tried = true
 			if t.sleep < 0 || t.sleep > c.opts.recheck {
 				t.sleep = c.opts.recheck
 			}
 			return t, err
 		},
 		subscribe: func(ctx context.Context) (waker, error) {
-			s, err := c.listen(ctx, channel, wake)
+			s, err := c.listen(ctx, w.channel, w.wake)
 			sub = s
 			return s, o.wrap(err)
 		},
@@ -120,7 +139,7 @@ func waitFor[T any](ctx context.Context, o *syncObject, channel string, wake pub
 		return got, err
 	case errors.Is(context.Cause(ctx), ErrClosed):
 		return got, ErrClosed
-	case acquiring:
+	case w.acquiring:
 		return got, stopped(ctx, o.name)
 	}
 	return got, ctx.Err()
