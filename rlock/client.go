@@ -84,7 +84,21 @@ func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 		permits:   make(map[*Permits]struct{}),
 		latches:   make(map[string]*latchNews),
 	}
-	c.backend = backend{
+	c.backend = c.redisBackend()
+	_, cluster := rdb.(*redis.ClusterClient)
+	c.wd = watchdog.New(rdb, watchdog.Options{
+		Timeout:  o.watchdogTimeout,
+		Interval: o.renewInterval,
+		Logger:   o.logger,
+		Cluster:  cluster,
+	})
+	return c, nil
+}
+
+// redisBackend is the backend that talks to c's Redis.
+func (c *Client) redisBackend() backend {
+	rdb := c.rdb
+	return backend{
 		acquire: func(ctx context.Context, a lua.AcquireArgs) (lua.AcquireReply, error) {
 			return lua.Acquire(ctx, rdb, a)
 		},
@@ -95,25 +109,9 @@ func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 			return lua.ReleaseAll(ctx, rdb, as)
 		},
 		subscribe: func(ctx context.Context, channel string) (subscription, error) {
-			subscribe := c.hub.Subscribe
-			if c.shardedPubSub(ctx) {
-				subscribe = c.hub.SSubscribe
-			}
-			s, err := subscribe(ctx, channel, lockWake)
-			if err != nil {
-				return nil, err
-			}
-			return s, nil
+			return c.listen(ctx, channel, lockWake)
 		},
 	}
-	_, cluster := rdb.(*redis.ClusterClient)
-	c.wd = watchdog.New(rdb, watchdog.Options{
-		Timeout:  o.watchdogTimeout,
-		Interval: o.renewInterval,
-		Logger:   o.logger,
-		Cluster:  cluster,
-	})
-	return c, nil
 }
 
 // isNil reports whether rdb is nil, or a nil pointer in the interface.
