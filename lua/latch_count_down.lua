@@ -10,22 +10,16 @@
 -- DECR N; at <= 0 delete N; exactly at 0 publish '0' (the latch opened).
 -- Returns the new count; 0 for an absent N (nothing changes, as with
 -- Redisson's DECR-then-DEL).
-local done = replayed(KEYS[3])
-if done then
-  return done
-end
-local v, bad = counter(KEYS[1])
-if bad then
-  return bad
-end
-if v == nil then
-  return 0
-end
-v = redis.call('decr', KEYS[1])
-if v <= 0 then
-  redis.call('del', KEYS[1])
-end
-if v == 0 then
-  redis.call(ARGV[1], KEYS[2], '0')
-end
-return record(KEYS[3], ARGV[2], v)
+return counted(KEYS[3], KEYS[1], function(v)
+  if v == nil then
+    return 0
+  end
+  v = redis.call('decr', KEYS[1])
+  if v <= 0 then
+    redis.call('del', KEYS[1])
+  end
+  if v == 0 then
+    redis.call(ARGV[1], KEYS[2], '0')
+  end
+  return record(KEYS[3], ARGV[2], v)
+end)

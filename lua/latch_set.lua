@@ -11,23 +11,17 @@
 -- Set: when N is absent SET n, publish '1', return 1; else 0. Delete: when N
 -- existed DEL it, publish '1', return 1; else 0. Java's waiters do not wake on
 -- '1'; holdfast's awaiters read it, with N absent, as "deleted".
-local done = replayed(KEYS[3])
-if done then
-  return done
-end
-local v, bad = counter(KEYS[1])
-if bad then
-  return bad
-end
-if ARGV[3] then
-  if v ~= nil then
+return counted(KEYS[3], KEYS[1], function(v)
+  if ARGV[3] then
+    if v ~= nil then
+      return 0
+    end
+    redis.call('set', KEYS[1], ARGV[3])
+  elseif v == nil then
     return 0
+  else
+    redis.call('del', KEYS[1])
   end
-  redis.call('set', KEYS[1], ARGV[3])
-elseif v == nil then
-  return 0
-else
-  redis.call('del', KEYS[1])
-end
-redis.call(ARGV[1], KEYS[2], '1')
-return record(KEYS[3], ARGV[2], 1)
+  redis.call(ARGV[1], KEYS[2], '1')
+  return record(KEYS[3], ARGV[2], 1)
+end)

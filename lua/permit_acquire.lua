@@ -21,26 +21,24 @@
 if redis.call('zscore', KEYS[2], ARGV[5]) then
   return 'OK'
 end
-local v, bad = counter(KEYS[1])
-if bad then
-  return bad
-end
-local count = tonumber(ARGV[1])
-reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[3], count, ARGV[4])
-v = counter(KEYS[1])
-if v ~= nil and v >= count then
-  redis.call('decrby', KEYS[1], count)
-  for i = 5, #ARGV do
-    redis.call('zadd', KEYS[2], ARGV[2], ARGV[i])
+return counted(nil, KEYS[1], function()
+  local count = tonumber(ARGV[1])
+  reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[3], count, ARGV[4])
+  local v = counter(KEYS[1])
+  if v ~= nil and v >= count then
+    redis.call('decrby', KEYS[1], count)
+    for i = 5, #ARGV do
+      redis.call('zadd', KEYS[2], ARGV[2], ARGV[i])
+    end
+    local ttl = redis.call('pttl', KEYS[1])
+    if ttl > 0 then
+      redis.call('pexpire', KEYS[2], ttl)
+    end
+    return 'OK'
   end
-  local ttl = redis.call('pttl', KEYS[1])
-  if ttl > 0 then
-    redis.call('pexpire', KEYS[2], ttl)
+  local first = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
+  if first[1] ~= nil and first[2] ~= '922337203685477' then
+    return ':' .. first[2]
   end
-  return 'OK'
-end
-local first = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
-if first[1] ~= nil and first[2] ~= '922337203685477' then
-  return ':' .. first[2]
-end
-return nil
+  return nil
+end)

@@ -11,20 +11,18 @@
 --
 -- Returns N's value (0 when absent), Z's size, or their sum (0 when N is
 -- absent, whatever Z holds, as Redisson does).
-local _, bad = counter(KEYS[1])
-if bad then
-  return bad
-end
-reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[1], nil, ARGV[2])
-local v = counter(KEYS[1])
-if ARGV[3] == 'available' then
-  return v or 0
-end
-local acquired = redis.call('zcard', KEYS[2])
-if ARGV[3] == 'acquired' then
-  return acquired
-end
-if v == nil then
-  return 0
-end
-return v + acquired
+return counted(nil, KEYS[1], function()
+  reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[1], nil, ARGV[2])
+  local v = counter(KEYS[1])
+  if ARGV[3] == 'available' then
+    return v or 0
+  end
+  local acquired = redis.call('zcard', KEYS[2])
+  if ARGV[3] == 'acquired' then
+    return acquired
+  end
+  if v == nil then
+    return 0
+  end
+  return v + acquired
+end)

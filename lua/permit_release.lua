@@ -13,21 +13,15 @@
 -- Returns 1 when the id was a live permit: removed, N incremented, the new
 -- value published; 0 when it was there but expired (removed, returned to N and
 -- published all the same, as Redisson does); -1 when Z does not have it.
-local done = replayed(KEYS[4])
-if done then
-  return done
-end
-local _, bad = counter(KEYS[1])
-if bad then
-  return bad
-end
-local score = redis.call('zscore', KEYS[2], ARGV[1])
-if not score then
-  return -1
-end
-redis.call('zrem', KEYS[2], ARGV[1])
-redis.call(ARGV[3], KEYS[3], redis.call('incrby', KEYS[1], 1))
-if tonumber(score) <= tonumber(ARGV[2]) then
-  return record(KEYS[4], ARGV[4], 0)
-end
-return record(KEYS[4], ARGV[4], 1)
+return counted(KEYS[4], KEYS[1], function()
+  local score = redis.call('zscore', KEYS[2], ARGV[1])
+  if not score then
+    return -1
+  end
+  redis.call('zrem', KEYS[2], ARGV[1])
+  redis.call(ARGV[3], KEYS[3], redis.call('incrby', KEYS[1], 1))
+  if tonumber(score) <= tonumber(ARGV[2]) then
+    return record(KEYS[4], ARGV[4], 0)
+  end
+  return record(KEYS[4], ARGV[4], 1)
+end)

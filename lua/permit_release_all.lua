@@ -14,23 +14,17 @@
 -- If any id is not in Z or has expired (score <= now), returns 0 and changes
 -- nothing. Else reclaims every expired permit, removes the ids, adds their
 -- number r to N, publishes r (the delta, as Redisson does) and returns r.
-local done = replayed(KEYS[4])
-if done then
-  return done
-end
-local _, bad = counter(KEYS[1])
-if bad then
-  return bad
-end
-local now = tonumber(ARGV[1])
-for i = 4, #ARGV do
-  local score = redis.call('zscore', KEYS[2], ARGV[i])
-  if not score or tonumber(score) <= now then
-    return 0
+return counted(KEYS[4], KEYS[1], function()
+  local now = tonumber(ARGV[1])
+  for i = 4, #ARGV do
+    local score = redis.call('zscore', KEYS[2], ARGV[i])
+    if not score or tonumber(score) <= now then
+      return 0
+    end
   end
-end
-reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[1], nil, ARGV[2])
-local r = redis.call('zrem', KEYS[2], unpack(ARGV, 4))
-redis.call('incrby', KEYS[1], r)
-redis.call(ARGV[2], KEYS[3], r)
-return record(KEYS[4], ARGV[3], r)
+  reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[1], nil, ARGV[2])
+  local r = redis.call('zrem', KEYS[2], unpack(ARGV, 4))
+  redis.call('incrby', KEYS[1], r)
+  redis.call(ARGV[2], KEYS[3], r)
+  return record(KEYS[4], ARGV[3], r)
+end)

@@ -11,19 +11,17 @@
 --
 -- Publishes n (the total) when something changed; returns 1. Setting a total
 -- is idempotent: a retried execution changes nothing more.
-local v, bad = counter(KEYS[1])
-if bad then
-  return bad
-end
-local n = tonumber(ARGV[1])
-if v == nil then
-  redis.call('set', KEYS[1], n)
-  redis.call(ARGV[2], KEYS[3], n)
+return counted(nil, KEYS[1], function(v)
+  local n = tonumber(ARGV[1])
+  if v == nil then
+    redis.call('set', KEYS[1], n)
+    redis.call(ARGV[2], KEYS[3], n)
+    return 1
+  end
+  local total = redis.call('zcard', KEYS[2]) + v
+  if total ~= n then
+    redis.call('incrby', KEYS[1], n - total)
+    redis.call(ARGV[2], KEYS[3], n)
+  end
   return 1
-end
-local total = redis.call('zcard', KEYS[2]) + v
-if total ~= n then
-  redis.call('incrby', KEYS[1], n - total)
-  redis.call(ARGV[2], KEYS[3], n)
-end
-return 1
+end)

@@ -7,16 +7,10 @@
 --
 -- Returns 1 when N held at least n and was decremented by n, else 0 (N absent
 -- or short: nothing changes, nothing is published).
-local done = replayed(KEYS[2])
-if done then
-  return done
-end
-local v, bad = counter(KEYS[1])
-if bad then
-  return bad
-end
-if v == nil or v < tonumber(ARGV[1]) then
-  return 0
-end
-redis.call('decrby', KEYS[1], ARGV[1])
-return record(KEYS[2], ARGV[2], 1)
+return counted(KEYS[2], KEYS[1], function(v)
+  if v == nil or v < tonumber(ARGV[1]) then
+    return 0
+  end
+  redis.call('decrby', KEYS[1], ARGV[1])
+  return record(KEYS[2], ARGV[2], 1)
+end)

@@ -11,20 +11,14 @@
 --          'delta': publish d only when d > 0 (RPermitExpirableSemaphore)
 --
 -- Returns 1.
-local done = replayed(KEYS[3])
-if done then
-  return done
-end
-local v, bad = counter(KEYS[1])
-if bad then
-  return bad
-end
-local d = tonumber(ARGV[1])
-local nv = (v or 0) + d
-redis.call('set', KEYS[1], nv)
-if ARGV[4] == 'total' then
-  redis.call(ARGV[2], KEYS[2], nv)
-elseif d > 0 then
-  redis.call(ARGV[2], KEYS[2], d)
-end
-return record(KEYS[3], ARGV[3], 1)
+return counted(KEYS[3], KEYS[1], function(v)
+  local d = tonumber(ARGV[1])
+  local nv = (v or 0) + d
+  redis.call('set', KEYS[1], nv)
+  if ARGV[4] == 'total' then
+    redis.call(ARGV[2], KEYS[2], nv)
+  elseif d > 0 then
+    redis.call(ARGV[2], KEYS[2], d)
+  end
+  return record(KEYS[3], ARGV[3], 1)
+end)

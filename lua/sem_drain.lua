@@ -7,16 +7,10 @@
 --
 -- Returns N's value before (0 when absent; a negative value is raised to 0 and
 -- returned).
-local done = replayed(KEYS[2])
-if done then
-  return done
-end
-local v, bad = counter(KEYS[1])
-if bad then
-  return bad
-end
-if v == nil then
-  return 0
-end
-redis.call('set', KEYS[1], 0)
-return record(KEYS[2], ARGV[1], v)
+return counted(KEYS[2], KEYS[1], function(v)
+  if v == nil then
+    return 0
+  end
+  redis.call('set', KEYS[1], 0)
+  return record(KEYS[2], ARGV[1], v)
+end)

@@ -11,16 +11,10 @@
 --
 -- Returns 1 after INCRBY n and publishing the new value on KEYS[2], 0 when
 -- ARGV[4] is '1' and N is absent (nothing changes).
-local done = replayed(KEYS[3])
-if done then
-  return done
-end
-local v, bad = counter(KEYS[1])
-if bad then
-  return bad
-end
-if v == nil and ARGV[4] == '1' then
-  return 0
-end
-redis.call(ARGV[2], KEYS[2], redis.call('incrby', KEYS[1], ARGV[1]))
-return record(KEYS[3], ARGV[3], 1)
+return counted(KEYS[3], KEYS[1], function(v)
+  if v == nil and ARGV[4] == '1' then
+    return 0
+  end
+  redis.call(ARGV[2], KEYS[2], redis.call('incrby', KEYS[1], ARGV[1]))
+  return record(KEYS[3], ARGV[3], 1)
+end)

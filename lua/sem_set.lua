@@ -10,21 +10,15 @@
 -- ARGV[4]  N's time to live in ms; '0': none
 --
 -- Returns 1 after SET N n (PX ARGV[4]) and publishing n, 0 when N exists.
-local done = replayed(KEYS[3])
-if done then
-  return done
-end
-local v, bad = counter(KEYS[1])
-if bad then
-  return bad
-end
-if v ~= nil then
-  return 0
-end
-if ARGV[4] ~= '0' then
-  redis.call('set', KEYS[1], ARGV[1], 'px', ARGV[4])
-else
-  redis.call('set', KEYS[1], ARGV[1])
-end
-redis.call(ARGV[2], KEYS[2], ARGV[1])
-return record(KEYS[3], ARGV[3], 1)
+return counted(KEYS[3], KEYS[1], function(v)
+  if v ~= nil then
+    return 0
+  end
+  if ARGV[4] ~= '0' then
+    redis.call('set', KEYS[1], ARGV[1], 'px', ARGV[4])
+  else
+    redis.call('set', KEYS[1], ARGV[1])
+  end
+  redis.call(ARGV[2], KEYS[2], ARGV[1])
+  return record(KEYS[3], ARGV[3], 1)
+end)

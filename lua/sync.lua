@@ -53,3 +53,21 @@ local function record(req, ttl, v)
   redis.call('set', req, v, 'px', ttl)
   return v
 end
+
+-- counted(req, key, body) is how a script that counts begins: it answers what
+-- the first execution of the request req recorded, if one did (req nil: no
+-- request), an error reply when key is not a count, and otherwise body(v), v
+-- being the count at key (nil when absent).
+local function counted(req, key, body)
+  if req then
+    local done = replayed(req)
+    if done then
+      return done
+    end
+  end
+  local v, bad = counter(key)
+  if bad then
+    return bad
+  end
+  return body(v)
+end
