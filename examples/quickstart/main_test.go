@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/holdfast-go/holdfast/rlock"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestRun runs the quick start against an embedded Redis: it prints what it did
@@ -43,5 +45,48 @@ func TestReadmeShowsThisFile(t *testing.T) {
 	}
 	if !strings.Contains(string(readme), "```go\n"+string(src)+"```\n") {
 		t.Errorf("README.md does not show examples/quickstart/main.go verbatim in a go code block: copy the file into it")
+	}
+}
+
+// TestReadmeShowsNightly keeps the README's synchronizer example identical to
+// nightly.go, from its func on.
+func TestReadmeShowsNightly(t *testing.T) {
+	src, err := os.ReadFile("nightly.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, fn, ok := strings.Cut(string(src), "\n\nfunc nightly(")
+	if !ok || !strings.Contains(string(readme), "```go\nfunc nightly("+fn+"```\n") {
+		t.Errorf("README.md does not show nightly.go's func nightly verbatim in a go code block: copy it")
+	}
+}
+
+// TestNightly runs the README's synchronizer example against an embedded
+// Redis: it gives back every permit it took and leaves the latch open.
+func TestNightly(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+	c, err := rlock.New(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if err := nightly(ctx, c); err != nil {
+		t.Fatalf("nightly: %v", err)
+	}
+	if n, _ := c.NewSemaphore("exports").AvailablePermits(ctx); n != 5 {
+		t.Errorf("exports: %d permits available after nightly, want 5", n)
+	}
+	if n, _ := c.NewExpirableSemaphore("workers").AcquiredPermits(ctx); n != 0 {
+		t.Errorf("workers: %d permits still acquired after nightly", n)
+	}
+	if mr.Exists("import:parts") {
+		t.Errorf("the latch is still set after nightly")
 	}
 }
