@@ -104,7 +104,7 @@ type syncWait[T any] struct {
 func (w syncWait[T]) run(ctx context.Context, o *syncObject) (T, error) {
 	first, err := w.attempt(ctx)
 	if err != nil || first.done {
-		return first.got, err
+		return first.got, w.stopped(ctx, o, err)
 	}
 	c := o.c
 	ctx, stop := c.waitContext(ctx, w.deadline)
@@ -134,15 +134,22 @@ func (w syncWait[T]) run(ctx context.Context, o *syncObject) (T, error) {
 			return s, o.wrap(err)
 		},
 	})
+	return got, w.stopped(ctx, o, err)
+}
+
+// stopped returns err, or when ctx ended the wait the error that says so:
+// ErrClosed, or for an acquisition an error matching ErrNotAcquired and ctx's
+// error (see stopped), else ctx's error.
+func (w syncWait[T]) stopped(ctx context.Context, o *syncObject, err error) error {
 	switch {
 	case err == nil || ctx.Err() == nil:
-		return got, err
+		return err
 	case errors.Is(context.Cause(ctx), ErrClosed):
-		return got, ErrClosed
+		return ErrClosed
 	case w.acquiring:
-		return got, stopped(ctx, o.name)
+		return stopped(ctx, o.name)
 	}
-	return got, ctx.Err()
+	return ctx.Err()
 }
 
 // listen subscribes to a synchronizer's channel: SSUBSCRIBE where the scripts
