@@ -76,7 +76,8 @@ func WithLogger(l *slog.Logger) ClientOption {
 }
 
 // WithOnLost sets a function called, once per hold, when a hold is lost (see
-// ErrLockLost), with the lock's name and the reason. It runs on the client's
+// ErrLockLost; ErrPermitLost for an ExpirableSemaphore's Permits), with the
+// lock's (or semaphore's) name and the reason. It runs on the client's
 // watchdog goroutine or on the goroutine that found the loss: keep it short.
 func WithOnLost(f func(name string, err error)) ClientOption {
 	return func(o *clientOptions) { o.onLost = f }

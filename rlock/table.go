@@ -133,7 +133,11 @@ func (c *Client) lose(h *hold, reason error) {
 // reportLost logs a lost hold and calls the client's hook. c.mu must not be held.
 func (c *Client) reportLost(name string, err error) {
 	if c.opts.logger != nil {
-		c.opts.logger.Warn("rlock: lock lost", "lock", quote(name), "error", err)
+		msg, key := "rlock: lock lost", "lock"
+		if errors.Is(err, ErrPermitLost) {
+			msg, key = "rlock: permit lost", "semaphore"
+		}
+		c.opts.logger.Warn(msg, key, quote(name), "error", err)
 	}
 	if c.opts.onLost != nil {
 		c.opts.onLost(name, err)
