@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/bench/internal/libs"
+	"github.com/holdfast-go/holdfast/bench/internal/report"
+	"github.com/holdfast-go/holdfast/bench/internal/stats"
 )
 
 // fairSpreadLimit is issue 11's limit on holdfast-fair's acquisitions per
@@ -35,9 +37,9 @@ func (r *results) kindTargets() []target {
 			ts = append(ts, target{name, "n/a", lim, "n/a"})
 			continue
 		}
-		v, ok := spreadRatio(rs.PerG)
+		v, ok := stats.SpreadRatio(rs.PerG)
 		maxG, minG := rs.spread()
-		ts = append(ts, target{name, fmt.Sprintf("%s (%d ÷ %d)", fmtSpread(v, ok), maxG, minG), lim,
+		ts = append(ts, target{name, fmt.Sprintf("%s (%d ÷ %d)", report.Spread(v, ok), maxG, minG), lim,
 			yesNo(ok && v <= fairSpreadLimit)})
 	}
 	return ts
@@ -64,7 +66,7 @@ func kindCols(waitP50, r2w bool, extra ...kindCol) []kindCol {
 		v := func(rs *runStats) (float64, bool) { d, ok := f(rs); return float64(d), ok }
 		return kindCol{head: head, value: v, cell: func(rs *runStats) string {
 			if d, ok := f(rs); ok {
-				return fmtDur(d)
+				return report.Duration(d)
 			}
 			return "—"
 		}}
@@ -81,7 +83,7 @@ func kindCols(waitP50, r2w bool, extra ...kindCol) []kindCol {
 	}
 	cols = append(cols, kindCol{head: "acq / goroutine max / min (max ÷ min)", cell: func(rs *runStats) string {
 		maxG, minG := rs.spread()
-		return fmt.Sprintf("%d / %d (%s)", maxG, minG, fmtSpread(spreadRatio(rs.PerG)))
+		return fmt.Sprintf("%d / %d (%s)", maxG, minG, report.Spread(stats.SpreadRatio(rs.PerG)))
 	}})
 	return append(cols, extra...)
 }
@@ -126,7 +128,7 @@ func kindTable(b *strings.Builder, r *results, lib string, cases []contendedCase
 				p(" — |")
 				continue
 			}
-			p(" %s |", fmtRatio(kv/mv))
+			p(" %s |", report.Ratio(kv/mv))
 		}
 		p("\n")
 	}
@@ -143,7 +145,7 @@ func (r *results) ratioOf(lib string, c contendedCase, f func(*runStats) (time.D
 	if !ok1 || !ok2 || kv <= 0 || mv <= 0 {
 		return "n/a"
 	}
-	return fmt.Sprintf("%s (%s ÷ %s)", fmtRatio(float64(kv)/float64(mv)), fmtDur(kv), fmtDur(mv))
+	return fmt.Sprintf("%s (%s ÷ %s)", report.Ratio(float64(kv)/float64(mv)), report.Duration(kv), report.Duration(mv))
 }
 
 // renderKinds writes the section on the fair, read/write and spin locks.
@@ -222,7 +224,7 @@ func (r *results) rateRatio(lib string, c contendedCase, f func(*runStats) (floa
 	if !ok1 || !ok2 || mv <= 0 {
 		return "n/a"
 	}
-	return fmt.Sprintf("%s (%.0f ÷ %.0f)", fmtRatio(kv/mv), kv, mv)
+	return fmt.Sprintf("%s (%.0f ÷ %.0f)", report.Ratio(kv/mv), kv, mv)
 }
 
 // renderReadLock writes the read-lock throughput table.
@@ -246,12 +248,12 @@ func renderReadLock(b *strings.Builder, r *results) {
 	p("|---|---|---|---|---|---|---|---|---|\n")
 	for _, ts := range r.ReadLock {
 		if ts.Err != "" {
-			p("| %s | run failed: %s |\n", ts.Case.Name, strings.ReplaceAll(ts.Err, "|", "/"))
+			p("| %s | run failed: %s |\n", ts.Case.Name, report.Cell(ts.Err))
 			continue
 		}
-		maxG, minG := perGSpread(ts.PerG)
+		maxG, minG := stats.Spread(ts.PerG)
 		p("| %s | %.0f | %s | %s | %d / %d (%s) | %.2f | %.2f | %.2f | %d |\n", ts.Case.Name, ts.AcqPerSec,
-			fmtDur(ts.Cycle.P(0.5)), fmtDur(ts.Cycle.P(0.99)), maxG, minG, fmtSpread(spreadRatio(ts.PerG)),
+			report.Duration(ts.Cycle.P(0.5)), report.Duration(ts.Cycle.P(0.99)), maxG, minG, report.Spread(stats.SpreadRatio(ts.PerG)),
 			ts.RTPerAcq, ts.CmdPerAcq, ts.ScrPerAcq, ts.Failed)
 	}
 	var errs []string
@@ -268,7 +270,7 @@ func renderReadLock(b *strings.Builder, r *results) {
 		if a == nil || b == nil {
 			return "n/a"
 		}
-		return fmt.Sprintf("%s (%.0f ÷ %.0f acq/s)", fmtRatio(a.AcqPerSec/b.AcqPerSec), a.AcqPerSec, b.AcqPerSec)
+		return fmt.Sprintf("%s (%.0f ÷ %.0f acq/s)", report.Ratio(a.AcqPerSec/b.AcqPerSec), a.AcqPerSec, b.AcqPerSec)
 	}
 	p("\nRead-lock acquisitions per second with 8 readers on one RWMutex ÷ Mutex cycles per second of 1 goroutine: %s; "+
 		"÷ Mutex cycles per second of 8 goroutines on 8 names: %s.", ratio(rd, m1), ratio(rd, m8))

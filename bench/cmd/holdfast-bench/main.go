@@ -23,23 +23,21 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/holdfast-go/holdfast/bench/internal/cli"
+	"github.com/holdfast-go/holdfast/bench/internal/harness"
 	"github.com/holdfast-go/holdfast/bench/internal/libs"
 	"github.com/holdfast-go/holdfast/bench/internal/redisserver"
+	"github.com/holdfast-go/holdfast/bench/internal/report"
 )
-
-// workerEnv carries a worker's JSON configuration; its presence makes the
-// binary run as a worker.
-const workerEnv = "HOLDFAST_BENCH_WORKER"
 
 type options struct {
 	out         string
@@ -60,10 +58,7 @@ type options struct {
 func main() {
 	log.SetFlags(0)
 	log.SetPrefix("holdfast-bench: ")
-	if cfg := os.Getenv(workerEnv); cfg != "" {
-		if err := runWorker(cfg); err != nil {
-			log.Fatalf("worker: %v", err)
-		}
+	if harness.ServeWorker(workerEnv, runWorker) {
 		return
 	}
 
@@ -74,7 +69,7 @@ func main() {
 	flag.DurationVar(&o.warmup, "warmup", 0, "unmeasured start of each contended run (default 500ms, -quick 300ms)")
 	flag.DurationVar(&o.lockTimeout, "lock-timeout", 5*time.Second, "deadline of each Lock call")
 	flag.StringVar(&o.redisBin, "redis-server", "", "redis-server binary (default: from PATH, else /usr/bin/redis-server)")
-	flag.StringVar(&o.libNames, "libs", "", "comma-separated libraries to run (default all): "+strings.Join(libNames(libs.All()), ","))
+	flag.StringVar(&o.libNames, "libs", "", "comma-separated libraries to run (default all): "+strings.Join(catalog().Names(libs.All()), ","))
 	flag.IntVar(&o.rounds, "rounds", 0, "uncontended rounds (default 10, -quick 3)")
 	flag.IntVar(&o.cycles, "cycles", 0, "uncontended cycles per library per round (default 400, -quick 200)")
 	flag.StringVar(&o.jsonOut, "json", "", "also write the summarised results as JSON to this file")
@@ -90,86 +85,38 @@ func main() {
 }
 
 func setDefaults(o *options) {
-	pick := func(d *time.Duration, full, quick time.Duration) {
-		if *d == 0 {
-			*d = full
-			if o.quick {
-				*d = quick
-			}
-		}
-	}
-	pick(&o.duration, 3*time.Second, time.Second)
-	pick(&o.warmup, 500*time.Millisecond, 300*time.Millisecond)
-	if o.rounds == 0 {
-		o.rounds = 10
-		if o.quick {
-			o.rounds = 3
-		}
-	}
-	if o.cycles == 0 {
-		o.cycles = 400
-		if o.quick {
-			o.cycles = 200
-		}
-	}
-	if o.redisBin == "" {
-		o.redisBin = "/usr/bin/redis-server"
-		if p, err := exec.LookPath("redis-server"); err == nil {
-			o.redisBin = p
-		}
-	}
+	cli.Default(&o.duration, 3*time.Second, time.Second, o.quick)
+	cli.Default(&o.warmup, 500*time.Millisecond, 300*time.Millisecond, o.quick)
+	cli.Default(&o.rounds, 10, 3, o.quick)
+	cli.Default(&o.cycles, 400, 200, o.quick)
+	o.redisBin = cli.RedisServer(o.redisBin)
 }
 
-func libNames(ls []libs.Library) []string {
-	names := make([]string, len(ls))
-	for i, l := range ls {
-		names[i] = l.Name
-	}
-	return names
+// catalog is the libraries this command can run.
+func catalog() cli.Catalog[libs.Library] {
+	return cli.Catalog[libs.Library]{All: libs.All(), Name: func(l libs.Library) string { return l.Name }, One: "library", Many: "libraries"}
 }
+
+// libRow is a library's row in the report's table of libraries.
+func libRow(l libs.Library) (name, version, settings string) { return l.Name, l.Version(), l.Settings }
 
 // hasLib reports whether ls holds the library called name.
 func hasLib(ls []libs.Library, name string) bool {
-	for _, l := range ls {
-		if l.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-func selectLibs(names string) ([]libs.Library, error) {
-	if names == "" {
-		return libs.All(), nil
-	}
-	var out []libs.Library
-	for n := range strings.SplitSeq(names, ",") {
-		l, ok := libs.ByName(strings.TrimSpace(n))
-		if !ok {
-			return nil, fmt.Errorf("unknown library %q (have %s)", n, strings.Join(libNames(libs.All()), ", "))
-		}
-		out = append(out, l)
-	}
-	return out, nil
+	return slices.ContainsFunc(ls, func(l libs.Library) bool { return l.Name == name })
 }
 
 func run(o options) error {
 	started := time.Now()
-	selected, err := selectLibs(o.libNames)
-	if err != nil {
-		return err
-	}
 	ctx := context.Background()
-	srv, err := redisserver.Start(ctx, o.redisBin)
+	selected, srv, err := cli.Start(ctx, o.redisBin, o.libNames, catalog())
 	if err != nil {
 		return err
 	}
 	defer srv.Stop()
-	log.Printf("redis-server %s on %s; libraries: %s", srv.Version(), srv.Addr, strings.Join(libNames(selected), ", "))
 
 	res := &results{
 		Started:     started.UTC(),
-		Env:         environment(srv.Version(), o.redisBin),
+		Env:         report.Machine(srv.Version(), o.redisBin),
 		Libs:        selected,
 		Duration:    o.duration,
 		Warmup:      o.warmup,
@@ -193,12 +140,20 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	if !o.contended {
-		cases = nil
+	if o.contended {
+		res.Contended = runCases(ctx, srv, selected, cases, o)
 	}
+	res.Elapsed = time.Since(started)
+	return writeReport(res, o, started)
+}
+
+// runCases runs every case with every library, each case starting with
+// another library, and returns the statistics (a failed run's carries its
+// error).
+func runCases(ctx context.Context, srv *redisserver.Server, selected []libs.Library, cases []contendedCase, o options) []*runStats {
+	var out []*runStats
 	for ci, c := range cases {
-		order := rotate(selected, ci)
-		for _, lib := range order {
+		for _, lib := range harness.Rotate(selected, ci) {
 			t0 := time.Now()
 			rs, err := runContended(ctx, srv, lib, c, o)
 			if err != nil {
@@ -206,14 +161,18 @@ func run(o options) error {
 				rs = &runStats{Lib: lib.Name, Case: c, Err: err.Error()}
 			} else {
 				log.Printf("%-10s %-22s %6.0f acq/s  wait p50 %-9s p99 %-9s starved %d  RT/acq %.2f  cmds/acq %.2f  (%.1fs)",
-					c, lib.Name, rs.AcqPerSec, fmtDur(rs.Wait.P(0.5)), fmtDur(rs.Wait.P(0.99)), rs.Starved,
+					c, lib.Name, rs.AcqPerSec, report.Duration(rs.Wait.P(0.5)), report.Duration(rs.Wait.P(0.99)), rs.Starved,
 					rs.RTPerAcq, rs.CmdPerAcq, time.Since(t0).Seconds())
 			}
-			res.Contended = append(res.Contended, rs)
+			out = append(out, rs)
 		}
 	}
-	res.Elapsed = time.Since(started)
+	return out
+}
 
+// writeReport writes performance.md and its plots to o.out, and the JSON
+// summary if asked.
+func writeReport(res *results, o options, started time.Time) error {
 	if err := os.MkdirAll(filepath.Join(o.out, "img"), 0o755); err != nil {
 		return err
 	}
@@ -226,11 +185,7 @@ func run(o options) error {
 		return err
 	}
 	if o.jsonOut != "" {
-		b, err := json.MarshalIndent(res.summary(), "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(o.jsonOut, b, 0o644); err != nil {
+		if err := cli.WriteJSON(o.jsonOut, res.summary()); err != nil {
 			return err
 		}
 	}
@@ -241,30 +196,6 @@ func run(o options) error {
 
 // selectCases filters contendedCases by names like "4x4-1ms".
 func selectCases(names string) ([]contendedCase, error) {
-	all := contendedCases()
-	if names == "" {
-		return all, nil
-	}
-	var out []contendedCase
-	for n := range strings.SplitSeq(names, ",") {
-		found := false
-		for _, c := range all {
-			if c.flagName() == strings.TrimSpace(n) {
-				out, found = append(out, c), true
-			}
-		}
-		if !found {
-			return nil, fmt.Errorf("unknown case %q (cases look like 1x2-0ms, 4x4-1ms)", n)
-		}
-	}
-	return out, nil
-}
-
-// rotate returns ls rotated left by k, so each case starts with another library.
-func rotate(ls []libs.Library, k int) []libs.Library {
-	if len(ls) == 0 {
-		return nil
-	}
-	k %= len(ls)
-	return append(append([]libs.Library{}, ls[k:]...), ls[:k]...)
+	return cli.Catalog[contendedCase]{All: contendedCases(), Name: contendedCase.flagName, One: "case",
+		Hint: "cases look like 1x2-0ms, 4x4-1ms"}.Select(names)
 }

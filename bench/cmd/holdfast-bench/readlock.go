@@ -5,6 +5,7 @@ import (
 	"log"
 	"time"
 
+	"github.com/holdfast-go/holdfast/bench/internal/harness"
 	"github.com/holdfast-go/holdfast/bench/internal/libs"
 	"github.com/holdfast-go/holdfast/bench/internal/redisserver"
 	"github.com/holdfast-go/holdfast/bench/internal/stats"
@@ -85,14 +86,14 @@ func runReadLock(ctx context.Context, srv *redisserver.Server, o options) []*thr
 				continue
 			}
 			t0 := time.Now()
-			wr, err := runWorkers(ctx, srv, lib, contendedCase{Procs: 1, Goroutines: tc.Goroutines}, tc.Mode, ro)
+			out, err := runWorkers(ctx, srv, lib, contendedCase{Procs: 1, Goroutines: tc.Goroutines}, tc.Mode, ro)
 			if err != nil {
 				log.Printf("read lock %s: %v", tc.Name, err)
 				ts.Err = err.Error()
 				continue
 			}
-			n := ts.add(wr, &cycles[i])
-			log.Printf("read lock  %-40s %6.0f acq/s  (%.1fs)", tc.Name, float64(n)/(float64(wr.we-wr.ws)/1e9),
+			n := ts.add(out, &cycles[i])
+			log.Printf("read lock  %-40s %6.0f acq/s  (%.1fs)", tc.Name, float64(n)/(float64(out.WE-out.WS)/1e9),
 				time.Since(t0).Seconds())
 		}
 	}
@@ -112,28 +113,25 @@ func runReadLock(ctx context.Context, srv *redisserver.Server, o options) []*thr
 
 // add sums one run into ts, appends its cycle times to cycles and returns
 // the run's acquisitions.
-func (ts *throughputStats) add(wr *workersRun, cycles *[]int64) int {
-	n := 0
-	ts.WindowSecs += float64(wr.we-wr.ws) / 1e9
-	ts.Cmds += wr.cmds
-	ts.Scripts += wr.scripts
-	for _, r := range wr.results {
-		ts.RT += r.RTEnd - r.RTStart
-		for k, v := range r.Errors {
-			ts.Errors[k] += v
+func (ts *throughputStats) add(out *harness.Outcome, cycles *[]int64) int {
+	ts.WindowSecs += float64(out.WE-out.WS) / 1e9
+	ts.Cmds += out.Commands
+	ts.Scripts += out.Scripts
+	ts.RT += out.RoundTrips()
+	out.AddErrors(ts.Errors)
+	n, perG := out.Acquisitions()
+	for g, k := range perG {
+		ts.PerG[g] += k
+	}
+	for _, call := range out.Calls() {
+		if !out.InWindow(call.T1()) {
+			continue
 		}
-		for _, call := range r.Calls {
-			if call.t1() < wr.ws || call.t1() >= wr.we {
-				continue
-			}
-			switch call.status() {
-			case statusAcquired:
-				n++
-				ts.PerG[call.g()]++
-				*cycles = append(*cycles, call.t3()-call.t0())
-			case statusFailed:
-				ts.Failed++
-			}
+		switch call.Status() {
+		case harness.Acquired:
+			*cycles = append(*cycles, call.T3()-call.T0())
+		case harness.Failed:
+			ts.Failed++
 		}
 	}
 	ts.Acq += n

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/holdfast-go/holdfast/bench/internal/harness"
 	"github.com/holdfast-go/holdfast/bench/internal/libs"
-	"github.com/holdfast-go/holdfast/bench/internal/monoclock"
 	"github.com/holdfast-go/holdfast/bench/internal/redisserver"
 	"github.com/holdfast-go/holdfast/bench/internal/stats"
 	"github.com/redis/go-redis/v9"
@@ -20,9 +20,6 @@ const (
 	pingGoRedis = "PING (go-redis)"
 	pingRueidis = "PING (rueidis)"
 )
-
-// uncontendedRun is how many ops of one item are timed in a row.
-const uncontendedRun = 20
 
 // countSlices is how many slices an item's counting batch is cut into.
 const countSlices = 4
@@ -49,10 +46,9 @@ type uncontendedStats struct {
 
 // uncontendedItem is something measured in every round.
 type uncontendedItem struct {
-	name   string
+	harness.Op
 	client string
 	isPing bool
-	op     func(ctx context.Context) error
 	rt     func() int64
 
 	lat []int64
@@ -127,8 +123,8 @@ func uncontendedItems(ctx context.Context, addr string, ls []libs.Library) (item
 	}
 	closers = append(closers, rclose)
 	items = []*uncontendedItem{
-		{name: pingGoRedis, client: libs.GoRedis, isPing: true, op: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
-		{name: pingRueidis, client: libs.Rueidis, isPing: true, op: rping},
+		{Op: harness.Op{Name: pingGoRedis, Run: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}, client: libs.GoRedis, isPing: true},
+		{Op: harness.Op{Name: pingRueidis, Run: rping}, client: libs.Rueidis, isPing: true},
 	}
 	for _, l := range ls {
 		inst, err := l.Open(addr)
@@ -137,16 +133,7 @@ func uncontendedItems(ctx context.Context, addr string, ls []libs.Library) (item
 		}
 		closers = append(closers, func() { _ = inst.Close() })
 		lk := inst.NewLocker("bench:uncontended:" + l.Name)
-		items = append(items, &uncontendedItem{
-			name: l.Name, client: l.Client, rt: inst.RoundTrips,
-			op: func(ctx context.Context) error {
-				unlock, err := lk.Lock(ctx)
-				if err != nil {
-					return err
-				}
-				return unlock(ctx)
-			},
-		})
+		items = append(items, &uncontendedItem{Op: harness.Op{Name: l.Name, Run: harness.Cycle(lk.Lock)}, client: l.Client, rt: inst.RoundTrips})
 		vi, ok := inst.(libs.VariantInstance)
 		if !ok {
 			continue
@@ -156,7 +143,7 @@ func uncontendedItems(ctx context.Context, addr string, ls []libs.Library) (item
 			return nil, closeAll, fmt.Errorf("%s variants: %w", l.Name, err)
 		}
 		for _, v := range vs {
-			items = append(items, &uncontendedItem{name: v.Name, client: l.Client, rt: inst.RoundTrips, op: v.Op})
+			items = append(items, &uncontendedItem{Op: harness.Op{Name: v.Name, Run: v.Op}, client: l.Client, rt: inst.RoundTrips})
 		}
 	}
 	return items, closeAll, nil
@@ -173,43 +160,32 @@ func warmUp(ctx context.Context, addr string, statsClient *redis.Client, items [
 	}
 	defer mon.Close()
 	for i, it := range items {
-		for range n {
-			if err := it.op(ctx); err != nil {
-				return fmt.Errorf("%s: %w", it.name, err)
-			}
+		if err := it.Repeat(ctx, n); err != nil {
+			return err
 		}
 		marker := fmt.Sprintf("holdfast-bench-warm-up-end-%d", i)
 		if err := statsClient.Echo(ctx, marker).Err(); err != nil {
 			return err
 		}
 		if it.nested, err = mon.NestedShares(marker, 10*time.Second); err != nil {
-			return fmt.Errorf("%s: %w", it.name, err)
+			return fmt.Errorf("%s: %w", it.Name, err)
 		}
 	}
 	return nil
 }
 
-// timeItems times each op: short runs of uncontendedRun ops, every item in
-// turn (rotating the order), so that drift of the machine (frequency,
-// neighbours) hits every item alike while each run stays warm (same
-// connection, same code path).
+// timeItems times each item's op with harness.TimeInterleaved.
 func timeItems(ctx context.Context, items []*uncontendedItem, rounds, cycles int) error {
-	turn := 0
-	for range rounds {
-		for c := 0; c < cycles; c += uncontendedRun {
-			for i := range items {
-				it := items[(i+turn)%len(items)]
-				for range min(uncontendedRun, cycles-c) {
-					t0 := monoclock.Now()
-					if err := it.op(ctx); err != nil {
-						return fmt.Errorf("%s: %w", it.name, err)
-					}
-					it.lat = append(it.lat, monoclock.Now()-t0)
-				}
-			}
-			turn++
-		}
-		time.Sleep(time.Millisecond)
+	ops := make([]harness.Op, len(items))
+	for i, it := range items {
+		ops[i] = it.Op
+	}
+	lat, err := harness.TimeInterleaved(ctx, ops, rounds, cycles)
+	if err != nil {
+		return err
+	}
+	for i, it := range items {
+		it.lat = lat[i]
 	}
 	return nil
 }
@@ -241,10 +217,8 @@ func countBatch(ctx context.Context, statsClient *redis.Client, it *uncontendedI
 	if err != nil {
 		return err
 	}
-	for range n {
-		if err := it.op(ctx); err != nil {
-			return fmt.Errorf("%s: %w", it.name, err)
-		}
+	if err := it.Repeat(ctx, n); err != nil {
+		return err
 	}
 	after, err := takeSnapshot(ctx, statsClient, it, false)
 	if err != nil {
@@ -322,7 +296,7 @@ func (it *uncontendedItem) summary() *uncontendedStats {
 	c := it.cost
 	per := func(v float64) float64 { return v / float64(c.n) }
 	u := &uncontendedStats{
-		Name: it.name, Client: it.client, IsPing: it.isPing, Lat: stats.NewDist(it.lat),
+		Name: it.Name, Client: it.client, IsPing: it.isPing, Lat: stats.NewDist(it.lat),
 		RTPerOp:      per(float64(c.rt)),
 		CmdPerOp:     per(float64(c.cmds)),
 		ScriptsPerOp: per(float64(c.scripts)),

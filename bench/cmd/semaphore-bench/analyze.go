@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/holdfast-go/holdfast/bench/internal/harness"
 	"github.com/holdfast-go/holdfast/bench/internal/stats"
 )
 
@@ -58,134 +59,107 @@ type runStats struct {
 	Errors       map[string]int `json:"errors,omitempty"`
 }
 
-// call is one Acquire call with its process.
-type call struct {
-	callRec
-	proc int
-}
-
 // analyze turns one run into statistics. Every time is CLOCK_MONOTONIC, read
 // in the worker processes on one host, so all processes share one time line.
 func analyze(raw *rawRun, o options) *runStats {
 	P := int64(o.permits)
-	ws, we := raw.ws, raw.we
-	rs := &runStats{Lib: raw.lib, Runs: 1, Window: we - ws, PerG: make([]int, o.procs*o.goroutines),
+	rs := &runStats{Lib: raw.lib, Runs: 1, Window: raw.WE - raw.WS, RT: raw.RoundTrips(), Cmds: raw.Commands, Scripts: raw.Scripts,
 		Errors: map[string]int{}, EndAvailable: []int64{raw.available}}
-	var calls []call
-	var starts, ends []int64
-	for _, r := range raw.results {
-		rs.RT += r.RTEnd - r.RTStart
-		for k, v := range r.Errors {
-			rs.Errors[k] += v
-		}
-		for _, c := range r.Calls {
-			calls = append(calls, call{c, r.Proc})
-			starts, ends = append(starts, c.t0()), append(ends, c.t1())
-			if c.status() == statusAcquired && c.t1() >= ws && c.t1() < we {
-				rs.Acq++
-				rs.PerG[r.Proc*o.goroutines+int(c.g())]++
-			}
-		}
-	}
-	rs.Cmds, rs.Scripts = raw.cmds, raw.scripts
+	raw.AddErrors(rs.Errors)
+	rs.Acq, rs.PerG = raw.Acquisitions()
 	rs.Pings = stats.NewDist(slices.Clone(raw.pings))
 	for _, n := range rs.PerG {
 		if n == 0 {
 			rs.Starved++
 		}
 	}
-	slices.Sort(starts)
-	slices.Sort(ends)
-	countLE := func(s []int64, t int64) int { i, _ := slices.BinarySearch(s, t+1); return i }
-	countLT := func(s []int64, t int64) int { i, _ := slices.BinarySearch(s, t); return i }
-	// blockedAcross: a lower bound on the Acquire calls begun before a and
-	// still waiting after b (exact unless whole calls fit inside [a, b]).
-	blockedAcross := func(a, b int64) int { return countLT(starts, a) - countLE(ends, b) }
-
-	// Waiters and waits.
-	var waits []int64
-	for _, c := range calls {
-		end := c.t1()
-		switch {
-		case c.status() == statusCancelled:
-			if c.t0() >= we {
-				continue
-			}
-			end = we
-			rs.Pending++
-		case end < ws || end >= we:
-			continue
-		case c.status() == statusFailed:
-			rs.Failed++
-		}
-		rs.Calls++
-		waits = append(waits, end-c.t0())
+	// Waiters and waits: every call competes, so every call is a waiter.
+	ended, failed, pending := raw.WindowCalls()
+	rs.Calls, rs.Failed, rs.Pending = len(ended), failed, pending
+	waits := make([]int64, 0, len(ended))
+	for _, c := range ended {
+		waits = append(waits, c.Wait())
 	}
 	rs.Wait = stats.NewDist(waits)
 
-	// Idle permits, client time line.
+	calls := raw.Calls()
+	tl := harness.NewTimeline(calls)
+	rs.clientIdle(raw, calls, tl, P, o.goroutines)
+	if raw.monitor {
+		rs.serverIdle(raw, tl, P)
+	}
+	rs.holders(calls, P)
+	return rs
+}
+
+// clientIdle measures the idle permits on the client time line: a permit
+// is taken at its Acquire's return and free again at its release's return.
+func (rs *runStats) clientIdle(raw *rawRun, calls []harness.ProcCall, tl harness.Timeline, permits int64, goroutines int) {
 	var units []unitEvent
 	var holds, releases []int64
 	for _, c := range calls {
-		if c.status() != statusAcquired {
+		if c.Status() != harness.Acquired {
 			continue
 		}
-		if c.t1() >= ws && c.t1() < we {
-			holds, releases = append(holds, c.t2()-c.t1()), append(releases, c.t3()-c.t2())
+		if raw.InWindow(c.T1()) {
+			holds, releases = append(holds, c.T2()-c.T1()), append(releases, c.T3()-c.T2())
 		}
-		owner := int64(c.proc*o.goroutines) + c.g()
-		units = append(units, unitEvent{t: c.t1(), delta: -1, owner: owner})
+		owner := int64(c.Proc*goroutines) + c.G()
+		units = append(units, unitEvent{t: c.T1(), delta: -1, owner: owner})
 		counted := false
-		if c.t3() >= ws && c.t3() < we {
+		if raw.InWindow(c.T3()) {
 			rs.Releases++
-			if blockedAcross(c.t2(), c.t3()) > 0 {
+			if tl.Blocked(c.T2(), c.T3()) > 0 {
 				rs.Contested++
 				counted = true
 			}
 		}
-		units = append(units, unitEvent{t: c.t3(), delta: +1, counted: counted, owner: owner})
+		units = append(units, unitEvent{t: c.T3(), delta: +1, counted: counted, owner: owner})
 	}
 	rs.Hold, rs.ReleaseRT = stats.NewDist(holds), stats.NewDist(releases)
-	idle, censored, skew, back := idleFIFO(units, P, we)
+	idle, censored, skew, back := idleFIFO(units, permits, raw.WE)
 	rs.Idle, rs.IdleCensored, rs.IdleSkew, rs.BackToReleaser = stats.NewDist(idle), censored, skew, back
 	for _, d := range idle {
 		rs.IdleSum += d
 	}
+}
 
-	// Idle permits, server time line (MONITOR rounds).
-	if raw.monitor {
-		var sev []unitEvent
-		for _, e := range raw.counter {
-			counted := e.Delta > 0 && e.T >= ws && e.T < we && blockedAcross(e.T, e.T) > 0
-			if counted {
-				rs.SrvContested += int(e.Delta)
-			}
-			sev = append(sev, unitEvent{t: e.T, delta: e.Delta, counted: counted, ordered: true})
+// serverIdle measures the idle permits on the server's time line, from the
+// MONITOR feed of a monitor round.
+func (rs *runStats) serverIdle(raw *rawRun, tl harness.Timeline, permits int64) {
+	var sev []unitEvent
+	for _, e := range raw.counter {
+		counted := e.Delta > 0 && raw.InWindow(e.T) && tl.Blocked(e.T, e.T) > 0
+		if counted {
+			rs.SrvContested += int(e.Delta)
 		}
-		sidle, scens, _, _ := idleFIFO(sev, P, we)
-		rs.SrvIdle, rs.SrvIdleCensored = stats.NewDist(sidle), scens
+		sev = append(sev, unitEvent{t: e.T, delta: e.Delta, counted: counted, ordered: true})
 	}
+	sidle, scens, _, _ := idleFIFO(sev, permits, raw.WE)
+	rs.SrvIdle, rs.SrvIdleCensored = stats.NewDist(sidle), scens
+}
 
-	// Holders at once: Acquire return → Release call, a sub-interval of
-	// the hold on the server, so more than P here is a real excess.
+// holders counts the most holders at once and the acquisitions beyond the
+// limit: Acquire return → Release call, a sub-interval of the hold on the
+// server, so more than the permits here is a real excess.
+func (rs *runStats) holders(calls []harness.ProcCall, permits int64) {
 	var hev []unitEvent
 	for _, c := range calls {
-		if c.status() == statusAcquired {
-			hev = append(hev, unitEvent{t: c.t1(), delta: +1}, unitEvent{t: c.t2(), delta: -1})
+		if c.Status() == harness.Acquired {
+			hev = append(hev, unitEvent{t: c.T1(), delta: +1}, unitEvent{t: c.T2(), delta: -1})
 		}
 	}
 	slices.SortStableFunc(hev, func(a, b unitEvent) int {
 		return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.delta, b.delta))
 	})
-	var holders int64
+	var n int64
 	for _, e := range hev {
-		holders += e.delta
-		rs.MaxHolders = max(rs.MaxHolders, int(holders))
-		if e.delta > 0 && holders > P {
+		n += e.delta
+		rs.MaxHolders = max(rs.MaxHolders, int(n))
+		if e.delta > 0 && n > permits {
 			rs.OverLimit++
 		}
 	}
-	return rs
 }
 
 // unitEvent is a change of the free permits: delta > 0 frees permits (a
@@ -272,40 +246,30 @@ func idleFIFO(ev []unitEvent, permits int64, we int64) (idle []int64, censored, 
 	return idle, censored, skew, back
 }
 
-// merge adds run b's statistics to a (same library).
+// merge adds run b's statistics to a (same library): counts add up, samples
+// join, MaxHolders is the larger.
 func merge(a, b *runStats) *runStats {
 	if a == nil {
 		return b
 	}
-	a.Runs += b.Runs
-	a.Window += b.Window
-	a.Acq += b.Acq
-	a.Calls += b.Calls
-	a.Failed += b.Failed
-	a.Pending += b.Pending
-	a.Wait = stats.NewDist(append(a.Wait, b.Wait...))
-	a.Idle = stats.NewDist(append(a.Idle, b.Idle...))
-	a.IdleSum += b.IdleSum
-	a.IdleCensored += b.IdleCensored
-	a.IdleSkew += b.IdleSkew
-	a.Releases += b.Releases
-	a.Contested += b.Contested
-	a.BackToReleaser += b.BackToReleaser
-	a.Hold = stats.NewDist(append(a.Hold, b.Hold...))
-	a.ReleaseRT = stats.NewDist(append(a.ReleaseRT, b.ReleaseRT...))
-	a.SrvIdle = stats.NewDist(append(a.SrvIdle, b.SrvIdle...))
-	a.SrvIdleCensored += b.SrvIdleCensored
-	a.SrvContested += b.SrvContested
+	for _, n := range [][2]*int{{&a.Runs, &b.Runs}, {&a.Acq, &b.Acq}, {&a.Calls, &b.Calls}, {&a.Failed, &b.Failed},
+		{&a.Pending, &b.Pending}, {&a.IdleCensored, &b.IdleCensored}, {&a.IdleSkew, &b.IdleSkew}, {&a.Releases, &b.Releases},
+		{&a.Contested, &b.Contested}, {&a.BackToReleaser, &b.BackToReleaser}, {&a.SrvIdleCensored, &b.SrvIdleCensored},
+		{&a.SrvContested, &b.SrvContested}, {&a.Starved, &b.Starved}, {&a.OverLimit, &b.OverLimit}} {
+		*n[0] += *n[1]
+	}
+	for _, n := range [][2]*int64{{&a.Window, &b.Window}, {&a.IdleSum, &b.IdleSum}, {&a.RT, &b.RT}, {&a.Cmds, &b.Cmds},
+		{&a.Scripts, &b.Scripts}} {
+		*n[0] += *n[1]
+	}
+	for _, d := range [][2]*stats.Dist{{&a.Wait, &b.Wait}, {&a.Idle, &b.Idle}, {&a.Hold, &b.Hold},
+		{&a.ReleaseRT, &b.ReleaseRT}, {&a.SrvIdle, &b.SrvIdle}, {&a.Pings, &b.Pings}} {
+		*d[0] = stats.Concat(*d[0], *d[1])
+	}
 	for i := range a.PerG {
 		a.PerG[i] += b.PerG[i]
 	}
-	a.Starved += b.Starved
 	a.MaxHolders = max(a.MaxHolders, b.MaxHolders)
-	a.OverLimit += b.OverLimit
-	a.RT += b.RT
-	a.Cmds += b.Cmds
-	a.Scripts += b.Scripts
-	a.Pings = stats.NewDist(append(a.Pings, b.Pings...))
 	a.EndAvailable = append(a.EndAvailable, b.EndAvailable...)
 	for k, v := range b.Errors {
 		a.Errors[k] += v

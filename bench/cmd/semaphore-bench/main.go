@@ -26,17 +26,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/holdfast-go/holdfast/bench/internal/cli"
+	"github.com/holdfast-go/holdfast/bench/internal/harness"
 	"github.com/holdfast-go/holdfast/bench/internal/redisserver"
+	"github.com/holdfast-go/holdfast/bench/internal/report"
 	"github.com/holdfast-go/holdfast/bench/internal/sems"
 )
 
@@ -63,10 +64,7 @@ type options struct {
 func main() {
 	log.SetFlags(0)
 	log.SetPrefix("semaphore-bench: ")
-	if cfg := os.Getenv(workerEnv); cfg != "" {
-		if err := runWorker(cfg); err != nil {
-			log.Fatalf("worker: %v", err)
-		}
+	if harness.ServeWorker(workerEnv, runWorker) {
 		return
 	}
 	var o options
@@ -84,7 +82,7 @@ func main() {
 	flag.IntVar(&o.uncRounds, "unc-rounds", 0, "uncontended rounds (default 10, -quick 3)")
 	flag.IntVar(&o.cycles, "cycles", 0, "uncontended cycles per row per round (default 400, -quick 200)")
 	flag.DurationVar(&o.acquireTimeout, "acquire-timeout", 10*time.Second, "deadline of each Acquire call")
-	flag.StringVar(&o.libNames, "libs", "", "comma-separated semaphores to run (default all): "+strings.Join(libNames(sems.All()), ","))
+	flag.StringVar(&o.libNames, "libs", "", "comma-separated semaphores to run (default all): "+strings.Join(catalog().Names(sems.All()), ","))
 	flag.StringVar(&o.redisBin, "redis-server", "", "redis-server binary (default: from PATH, else /usr/bin/redis-server)")
 	flag.BoolVar(&o.contended, "contended", true, "run the contended scenario")
 	flag.Parse()
@@ -95,81 +93,31 @@ func main() {
 }
 
 func setDefaults(o *options) {
-	pick := func(d *time.Duration, full, quick time.Duration) {
-		if *d == 0 {
-			*d = full
-			if o.quick {
-				*d = quick
-			}
-		}
-	}
-	pickN := func(n *int, full, quick int) {
-		if *n == 0 {
-			*n = full
-			if o.quick {
-				*n = quick
-			}
-		}
-	}
-	pick(&o.duration, 3*time.Second, time.Second)
-	pick(&o.warmup, 500*time.Millisecond, 300*time.Millisecond)
-	pickN(&o.rounds, 3, 1)
-	pickN(&o.uncRounds, 10, 3)
-	pickN(&o.cycles, 400, 200)
-	if o.redisBin == "" {
-		o.redisBin = "/usr/bin/redis-server"
-		if p, err := exec.LookPath("redis-server"); err == nil {
-			o.redisBin = p
-		}
-	}
+	cli.Default(&o.duration, 3*time.Second, time.Second, o.quick)
+	cli.Default(&o.warmup, 500*time.Millisecond, 300*time.Millisecond, o.quick)
+	cli.Default(&o.rounds, 3, 1, o.quick)
+	cli.Default(&o.uncRounds, 10, 3, o.quick)
+	cli.Default(&o.cycles, 400, 200, o.quick)
+	o.redisBin = cli.RedisServer(o.redisBin)
 }
 
-func libNames(ls []sems.Library) []string {
-	out := make([]string, len(ls))
-	for i, l := range ls {
-		out[i] = l.Name
-	}
-	return out
+// catalog is the semaphores this command can run.
+func catalog() cli.Catalog[sems.Library] {
+	return cli.Catalog[sems.Library]{All: sems.All(), Name: func(l sems.Library) string { return l.Name }, One: "semaphore", Many: "semaphores"}
 }
 
-func selectLibs(names string) ([]sems.Library, error) {
-	if names == "" {
-		return sems.All(), nil
-	}
-	var out []sems.Library
-	for n := range strings.SplitSeq(names, ",") {
-		l, ok := sems.ByName(strings.TrimSpace(n))
-		if !ok {
-			return nil, fmt.Errorf("unknown semaphore %q (have %s)", n, strings.Join(libNames(sems.All()), ", "))
-		}
-		out = append(out, l)
-	}
-	return out, nil
-}
-
-// rotate returns ls rotated left by k.
-func rotate(ls []sems.Library, k int) []sems.Library {
-	if len(ls) == 0 {
-		return nil
-	}
-	k %= len(ls)
-	return append(append([]sems.Library{}, ls[k:]...), ls[:k]...)
-}
+// libRow is a semaphore's row in the report's table of semaphores.
+func libRow(l sems.Library) (name, version, settings string) { return l.Name, l.Version(), l.Settings }
 
 func run(o options) error {
 	started := time.Now()
-	selected, err := selectLibs(o.libNames)
-	if err != nil {
-		return err
-	}
 	ctx := context.Background()
-	srv, err := redisserver.Start(ctx, o.redisBin)
+	selected, srv, err := cli.Start(ctx, o.redisBin, o.libNames, catalog())
 	if err != nil {
 		return err
 	}
 	defer srv.Stop()
-	log.Printf("redis-server %s on %s; semaphores: %s", srv.Version(), srv.Addr, strings.Join(libNames(selected), ", "))
-	res := &results{Started: started.UTC(), Opts: o, Libs: selected, Env: environment(srv.Version(), o.redisBin),
+	res := &results{Started: started.UTC(), Opts: o, Libs: selected, Env: report.Machine(srv.Version(), o.redisBin).Without("OS"),
 		Contended: map[string]*runStats{}, Monitored: map[string]*runStats{}}
 
 	log.Printf("uncontended: %d rounds × %d cycles per row", o.uncRounds, o.cycles)
@@ -178,44 +126,7 @@ func run(o options) error {
 	}
 
 	if o.contended {
-		total := o.rounds
-		if o.monitor {
-			total++
-		}
-		for round := range total {
-			monitor := round == o.rounds
-			for _, lib := range rotate(selected, round) {
-				t0 := time.Now()
-				raw, err := runContended(ctx, srv, lib, round, monitor, o)
-				dst := res.Contended
-				if monitor {
-					dst = res.Monitored
-				}
-				if err != nil {
-					log.Printf("%s round %d: %v", lib.Name, round, err)
-					if dst[lib.Name] == nil {
-						dst[lib.Name] = &runStats{Lib: lib.Name}
-					}
-					dst[lib.Name].Err = err.Error()
-					continue
-				}
-				rs := analyze(raw, o)
-				tag := ""
-				if monitor {
-					tag = " (MONITOR)"
-				}
-				log.Printf("%-26s round %d%s: %5.0f acq/s  Acquire wait p50 %-9s p99 %-9s  idle p50 %-9s p99 %-9s  server idle p99 %-9s  RT/acq %.2f  (%.1fs)",
-					lib.Name, round, tag, float64(rs.Acq)/(float64(rs.Window)/1e9), fmtDur(rs.Wait.P(0.5)), fmtDur(rs.Wait.P(0.99)),
-					fmtDur(rs.Idle.P(0.5)), fmtDur(rs.Idle.P(0.99)), fmtDur(rs.SrvIdle.P(0.99)),
-					float64(rs.RT)/float64(max(rs.Acq, 1)), time.Since(t0).Seconds())
-				if prev := dst[lib.Name]; prev != nil && prev.Err != "" {
-					rs.Err = prev.Err
-					dst[lib.Name] = rs
-				} else {
-					dst[lib.Name] = merge(prev, rs)
-				}
-			}
-		}
+		runRounds(ctx, srv, selected, res, o)
 	}
 	res.Elapsed = time.Since(started)
 
@@ -228,15 +139,61 @@ func run(o options) error {
 		return err
 	}
 	if o.jsonOut != "" {
-		b, err := json.MarshalIndent(res.summary(), "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(o.jsonOut, b, 0o644); err != nil {
+		if err := cli.WriteJSON(o.jsonOut, res.summary()); err != nil {
 			return err
 		}
 	}
 	fmt.Print(renderTables(res))
 	log.Printf("wrote %s (%.0f s)", path, time.Since(started).Seconds())
 	return nil
+}
+
+// runRounds runs the contended rounds, each library in turn in an order
+// rotating from round to round, and merges each library's rounds into
+// res.Contended; the MONITOR round, if any, goes to res.Monitored.
+func runRounds(ctx context.Context, srv *redisserver.Server, selected []sems.Library, res *results, o options) {
+	total := o.rounds
+	if o.monitor {
+		total++
+	}
+	for round := range total {
+		monitor := round == o.rounds
+		dst := res.Contended
+		if monitor {
+			dst = res.Monitored
+		}
+		for _, lib := range harness.Rotate(selected, round) {
+			runRound(ctx, srv, lib, round, monitor, dst, o)
+		}
+	}
+}
+
+// runRound runs lib once, logs its figures and merges them into dst; a
+// failed round marks the library failed in dst.
+func runRound(ctx context.Context, srv *redisserver.Server, lib sems.Library, round int, monitor bool, dst map[string]*runStats, o options) {
+	t0 := time.Now()
+	raw, err := runContended(ctx, srv, lib, round, monitor, o)
+	if err != nil {
+		log.Printf("%s round %d: %v", lib.Name, round, err)
+		if dst[lib.Name] == nil {
+			dst[lib.Name] = &runStats{Lib: lib.Name}
+		}
+		dst[lib.Name].Err = err.Error()
+		return
+	}
+	rs := analyze(raw, o)
+	tag := ""
+	if monitor {
+		tag = " (MONITOR)"
+	}
+	log.Printf("%-26s round %d%s: %5.0f acq/s  Acquire wait p50 %-9s p99 %-9s  idle p50 %-9s p99 %-9s  server idle p99 %-9s  RT/acq %.2f  (%.1fs)",
+		lib.Name, round, tag, float64(rs.Acq)/(float64(rs.Window)/1e9), report.Duration(rs.Wait.P(0.5)), report.Duration(rs.Wait.P(0.99)),
+		report.Duration(rs.Idle.P(0.5)), report.Duration(rs.Idle.P(0.99)), report.Duration(rs.SrvIdle.P(0.99)),
+		float64(rs.RT)/float64(max(rs.Acq, 1)), time.Since(t0).Seconds())
+	if prev := dst[lib.Name]; prev != nil && prev.Err != "" {
+		rs.Err = prev.Err
+		dst[lib.Name] = rs
+	} else {
+		dst[lib.Name] = merge(prev, rs)
+	}
 }

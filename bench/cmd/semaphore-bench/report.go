@@ -3,14 +3,14 @@ package main
 import (
 	"fmt"
 	"math"
-	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/holdfast-go/holdfast/bench/internal/libs"
+	"github.com/holdfast-go/holdfast/bench/internal/harness"
+	"github.com/holdfast-go/holdfast/bench/internal/report"
 	"github.com/holdfast-go/holdfast/bench/internal/sems"
+	"github.com/holdfast-go/holdfast/bench/internal/stats"
 )
 
 // results is everything one run measured.
@@ -19,34 +19,11 @@ type results struct {
 	Elapsed     time.Duration
 	Opts        options
 	Libs        []sems.Library
-	Env         [][2]string
+	Env         report.Facts
 	Uncontended []*uncRow
 	// Contended: the rounds without MONITOR, merged per library;
 	// Monitored: the MONITOR round.
 	Contended, Monitored map[string]*runStats
-}
-
-func environment(redisVersion, redisBin string) [][2]string {
-	cpu := "?"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for l := range strings.SplitSeq(string(b), "\n") {
-			if v, ok := strings.CutPrefix(l, "model name"); ok {
-				cpu = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
-				break
-			}
-		}
-	}
-	load := "?"
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		load = strings.TrimSpace(string(b))
-	}
-	return [][2]string{
-		{"CPU", fmt.Sprintf("%s, %d logical CPUs, GOMAXPROCS %d", cpu, runtime.NumCPU(), runtime.GOMAXPROCS(0))},
-		{"Go", runtime.Version()},
-		{"Redis", fmt.Sprintf("redis-server %s (%s), `--save \"\" --appendonly no`, loopback TCP", redisVersion, redisBin)},
-		{"go-redis", libs.ModuleVersion("github.com/redis/go-redis/v9")},
-		{"Load average at start", load},
-	}
 }
 
 func (r *results) row(name string) *uncRow {
@@ -65,51 +42,6 @@ func (r *results) pingP50() time.Duration {
 		return p.Lat.P(0.5)
 	}
 	return 0
-}
-
-func fmtDur(d time.Duration) string {
-	switch {
-	case d == 0:
-		return "0"
-	case d < 0:
-		return "−" + fmtDur(-d)
-	case d < time.Millisecond:
-		return strconv.FormatFloat(float64(d)/1e3, 'f', 0, 64) + " µs"
-	case d < 10*time.Millisecond:
-		return strconv.FormatFloat(float64(d)/1e6, 'f', 2, 64) + " ms"
-	case d < time.Second:
-		return strconv.FormatFloat(float64(d)/1e6, 'f', 1, 64) + " ms"
-	default:
-		return strconv.FormatFloat(float64(d)/1e9, 'f', 2, 64) + " s"
-	}
-}
-
-func ratio(a, b time.Duration) string {
-	if a <= 0 || b <= 0 {
-		return "—"
-	}
-	v := float64(a) / float64(b)
-	if v < 0.1 {
-		return fmt.Sprintf("%.2g", v)
-	}
-	return fmt.Sprintf("%.2f", v)
-}
-
-func perGSpread(perG []int) (maxG, minG int, spread string) {
-	if len(perG) == 0 {
-		return 0, 0, "—"
-	}
-	minG = perG[0]
-	for _, n := range perG {
-		maxG, minG = max(maxG, n), min(minG, n)
-	}
-	switch {
-	case maxG == 0:
-		return 0, 0, "—"
-	case minG == 0:
-		return maxG, minG, "∞"
-	}
-	return maxG, minG, fmt.Sprintf("%.2f", float64(maxG)/float64(minG))
 }
 
 // cv is the coefficient of variation of per-goroutine acquisitions.
@@ -152,7 +84,40 @@ func (rs *runStats) idleShare(permits int) string {
 // renderTables returns the tables alone (printed on stdout).
 func renderTables(r *results) string {
 	var b strings.Builder
-	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	renderUncontended(&b, r)
+	if len(r.Contended) == 0 {
+		return b.String()
+	}
+	o := r.Opts
+	fmt.Fprintf(&b, "\n## Contended: %d permits, %d processes × %d goroutines, hold %s (%d rounds of %s merged)\n\n",
+		o.permits, o.procs, o.goroutines, report.Duration(o.hold), o.rounds, o.duration)
+	renderWaits(&b, r)
+	renderIdle(&b, r)
+	renderCost(&b, r)
+	if len(r.Monitored) > 0 {
+		renderMonitored(&b, r)
+	}
+	renderTargets(&b, r)
+	return b.String()
+}
+
+// eachRun calls row with every library's statistics in runs, in the order
+// of r.Libs. A library whose run failed (or did not run) gets a "run failed"
+// row in b if failedRows is set, and is left out otherwise.
+func (r *results) eachRun(b *strings.Builder, runs map[string]*runStats, failedRows bool, row func(name string, rs *runStats)) {
+	for _, l := range r.Libs {
+		rs := runs[l.Name]
+		if rs != nil && rs.Err == "" {
+			row(l.Name, rs)
+		} else if failedRows {
+			fmt.Fprintf(b, "| %s | run failed: %s |\n", l.Name, errOf(rs))
+		}
+	}
+}
+
+// renderUncontended writes the uncontended table.
+func renderUncontended(b *strings.Builder, r *results) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	p("\n## Uncontended: one goroutine, a free permit (or lock)\n\n")
 	p("| row | p50 | p99 | p50 ÷ PING p50 | p99 ÷ PING p99 | p50 ÷ Mutex p50 | round trips / op | server cmds / op (scripts) | allocs / op |\n")
 	p("|---|---|---|---|---|---|---|---|---|\n")
@@ -160,57 +125,54 @@ func renderTables(r *results) string {
 	for _, u := range r.Uncontended {
 		toMutex := "—"
 		if mutex != nil {
-			toMutex = ratio(u.Lat.P(0.5), mutex.Lat.P(0.5))
+			toMutex = report.DurationRatio(u.Lat.P(0.5), mutex.Lat.P(0.5))
 		}
-		p("| %s | %s | %s | %s | %s | %s | %.2f | %.2f (%.2f) | %.1f |\n", u.Name, fmtDur(u.Lat.P(0.5)), fmtDur(u.Lat.P(0.99)),
-			ratio(u.Lat.P(0.5), ping.Lat.P(0.5)), ratio(u.Lat.P(0.99), ping.Lat.P(0.99)), toMutex, u.RT, u.Cmds, u.Scr, u.Alloc)
+		p("| %s | %s | %s | %s | %s | %s | %.2f | %.2f (%.2f) | %.1f |\n", u.Name, report.Duration(u.Lat.P(0.5)), report.Duration(u.Lat.P(0.99)),
+			report.DurationRatio(u.Lat.P(0.5), ping.Lat.P(0.5)), report.DurationRatio(u.Lat.P(0.99), ping.Lat.P(0.99)), toMutex, u.RT, u.Cmds, u.Scr, u.Alloc)
 	}
-	if len(r.Contended) == 0 {
-		return b.String()
-	}
-	o := r.Opts
-	pp := r.pingP50()
-	p("\n## Contended: %d permits, %d processes × %d goroutines, hold %s (%d rounds of %s merged)\n\n",
-		o.permits, o.procs, o.goroutines, fmtDur(o.hold), o.rounds, o.duration)
+}
+
+// renderWaits writes the contended table of waits and starvation.
+func renderWaits(b *strings.Builder, r *results) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	p("Waits and starvation:\n\n")
 	p("| semaphore | acq/s | Acquire wait p50 | Acquire wait p99 | max wait | Acquire calls | acq / goroutine max / min (max ÷ min) | CV of acq / goroutine | starved goroutines | failed / pending calls |\n")
 	p("|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, l := range r.Libs {
-		rs := r.Contended[l.Name]
-		if rs == nil || rs.Err != "" {
-			p("| %s | run failed: %s |\n", l.Name, errOf(rs))
-			continue
-		}
-		maxG, minG, sp := perGSpread(rs.PerG)
-		p("| %s | %.0f | %s | %s | %s | %d | %d / %d (%s) | %s | %d | %d / %d |\n", l.Name, rs.acqPerSec(),
-			fmtDur(rs.Wait.P(0.5)), fmtDur(rs.Wait.P(0.99)), fmtDur(rs.Wait.Max()), rs.Calls,
-			maxG, minG, sp, cv(rs.PerG), rs.Starved, rs.Failed, rs.Pending)
-	}
+	r.eachRun(b, r.Contended, true, func(name string, rs *runStats) {
+		maxG, minG := stats.Spread(rs.PerG)
+		p("| %s | %.0f | %s | %s | %s | %d | %d / %d (%s) | %s | %d | %d / %d |\n", name, rs.acqPerSec(),
+			report.Duration(rs.Wait.P(0.5)), report.Duration(rs.Wait.P(0.99)), report.Duration(rs.Wait.Max()), rs.Calls,
+			maxG, minG, report.Spread(stats.SpreadRatio(rs.PerG)), cv(rs.PerG), rs.Starved, rs.Failed, rs.Pending)
+	})
+}
+
+// renderIdle writes the contended table of idle permits on the client time
+// line.
+func renderIdle(b *strings.Builder, r *results) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	pp := r.pingP50()
 	p("\nIdle permits while someone waits (client time line, see *Method*), against one round trip (uncontended PING p50 of this run: %s) "+
-		"and against the PING probe's round trip during the same runs:\n\n", fmtDur(pp))
+		"and against the PING probe's round trip during the same runs:\n\n", report.Duration(pp))
 	p("| semaphore | releases with a blocked waiter / releases | idle per freed permit p50 | p99 | max | idle p99 ÷ PING p50 | loaded PING p50 / p99 | idle p99 ÷ loaded PING p50 | idle permit-time ÷ all permit-time | taken back by the releasing goroutine | taken before release returned (0) / still free at end |\n")
 	p("|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, l := range r.Libs {
-		rs := r.Contended[l.Name]
-		if rs == nil || rs.Err != "" {
-			continue
-		}
-		p("| %s | %d / %d | %s | %s | %s | %s | %s / %s | %s | %s | %s | %d / %d |\n", l.Name, rs.Contested, rs.Releases,
-			fmtDur(rs.Idle.P(0.5)), fmtDur(rs.Idle.P(0.99)), fmtDur(rs.Idle.Max()), ratio(rs.Idle.P(0.99), pp),
-			fmtDur(rs.Pings.P(0.5)), fmtDur(rs.Pings.P(0.99)), ratio(rs.Idle.P(0.99), rs.Pings.P(0.5)),
-			rs.idleShare(o.permits), pct(rs.BackToReleaser, rs.Contested), rs.IdleSkew, rs.IdleCensored)
-	}
+	r.eachRun(b, r.Contended, false, func(name string, rs *runStats) {
+		p("| %s | %d / %d | %s | %s | %s | %s | %s / %s | %s | %s | %s | %d / %d |\n", name, rs.Contested, rs.Releases,
+			report.Duration(rs.Idle.P(0.5)), report.Duration(rs.Idle.P(0.99)), report.Duration(rs.Idle.Max()), report.DurationRatio(rs.Idle.P(0.99), pp),
+			report.Duration(rs.Pings.P(0.5)), report.Duration(rs.Pings.P(0.99)), report.DurationRatio(rs.Idle.P(0.99), rs.Pings.P(0.5)),
+			rs.idleShare(r.Opts.permits), report.Percent(rs.BackToReleaser, rs.Contested), rs.IdleSkew, rs.IdleCensored)
+	})
+}
+
+// renderCost writes the contended table of costs and checks.
+func renderCost(b *strings.Builder, r *results) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	p("\nCost and checks:\n\n")
-	p("| semaphore | client round trips / acq | server cmds / acq | scripts / acq | hold as it came out p50 / p99 | Release call p50 / p99 | most holders at once (limit %d) | acquisitions beyond the limit | free permits after each run (should be %d) | errors |\n", o.permits, o.permits)
+	p("| semaphore | client round trips / acq | server cmds / acq | scripts / acq | hold as it came out p50 / p99 | Release call p50 / p99 | most holders at once (limit %d) | acquisitions beyond the limit | free permits after each run (should be %d) | errors |\n", r.Opts.permits, r.Opts.permits)
 	p("|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, l := range r.Libs {
-		rs := r.Contended[l.Name]
-		if rs == nil || rs.Err != "" {
-			continue
-		}
+	r.eachRun(b, r.Contended, false, func(name string, rs *runStats) {
 		var errs []string
 		for e, n := range rs.Errors {
-			errs = append(errs, fmt.Sprintf("%d × `%s`", n, strings.ReplaceAll(e, "|", "/")))
+			errs = append(errs, fmt.Sprintf("%d × `%s`", n, report.Cell(e)))
 		}
 		if len(errs) == 0 {
 			errs = []string{"none"}
@@ -219,47 +181,45 @@ func renderTables(r *results) string {
 		for _, a := range rs.EndAvailable {
 			ends = append(ends, strconv.FormatInt(a, 10))
 		}
-		p("| %s | %.2f | %.2f | %.2f | %s / %s | %s / %s | %d | %d | %s | %s |\n", l.Name, rs.perAcq(rs.RT), rs.perAcq(rs.Cmds), rs.perAcq(rs.Scripts),
-			fmtDur(rs.Hold.P(0.5)), fmtDur(rs.Hold.P(0.99)), fmtDur(rs.ReleaseRT.P(0.5)), fmtDur(rs.ReleaseRT.P(0.99)), rs.MaxHolders, rs.OverLimit, strings.Join(ends, ", "), strings.Join(errs, "; "))
-	}
-	if len(r.Monitored) > 0 {
-		p("\nCross-check under MONITOR (one more round per library; the feed slows the server, so compare within this table only): " +
-			"idle per freed permit on the server's time line (INCRBY → DECRBY of the semaphore's counter) and on the client time line of the same round:\n\n")
-		p("| semaphore | acq/s | releases with a blocked waiter | server idle p50 | p99 | max | server idle p99 ÷ PING p50 | client-line idle p50 / p99 in this round |\n")
-		p("|---|---|---|---|---|---|---|---|\n")
-		for _, l := range r.Libs {
-			rs := r.Monitored[l.Name]
-			if rs == nil || rs.Err != "" {
-				p("| %s | run failed: %s |\n", l.Name, errOf(rs))
-				continue
-			}
-			p("| %s | %.0f | %d | %s | %s | %s | %s | %s / %s |\n", l.Name, rs.acqPerSec(), rs.SrvContested,
-				fmtDur(rs.SrvIdle.P(0.5)), fmtDur(rs.SrvIdle.P(0.99)), fmtDur(rs.SrvIdle.Max()), ratio(rs.SrvIdle.P(0.99), pp),
-				fmtDur(rs.Idle.P(0.5)), fmtDur(rs.Idle.P(0.99)))
-		}
-	}
-	if ts := r.targets(); len(ts) > 0 {
-		p("\nTarget (issue 19, item 7): no permit idle longer than one round trip (PING p50 of this run) at p99 while someone waits.\n\n")
-		p("| semaphore | idle p99, client time line | idle p99, server time line (MONITOR round) | limit | met |\n|---|---|---|---|---|\n")
-		for _, t := range ts {
-			p("| %s | %s | %s | %s | %s |\n", t.Lib, t.Client, t.Server, t.Limit, t.Met)
-		}
-	}
-	return b.String()
+		p("| %s | %.2f | %.2f | %.2f | %s / %s | %s / %s | %d | %d | %s | %s |\n", name, rs.perAcq(rs.RT), rs.perAcq(rs.Cmds), rs.perAcq(rs.Scripts),
+			report.Duration(rs.Hold.P(0.5)), report.Duration(rs.Hold.P(0.99)), report.Duration(rs.ReleaseRT.P(0.5)), report.Duration(rs.ReleaseRT.P(0.99)),
+			rs.MaxHolders, rs.OverLimit, strings.Join(ends, ", "), strings.Join(errs, "; "))
+	})
 }
 
-func pct(n, d int) string {
-	if d == 0 {
-		return "—"
+// renderMonitored writes the table of the MONITOR round.
+func renderMonitored(b *strings.Builder, r *results) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	pp := r.pingP50()
+	p("\nCross-check under MONITOR (one more round per library; the feed slows the server, so compare within this table only): " +
+		"idle per freed permit on the server's time line (INCRBY → DECRBY of the semaphore's counter) and on the client time line of the same round:\n\n")
+	p("| semaphore | acq/s | releases with a blocked waiter | server idle p50 | p99 | max | server idle p99 ÷ PING p50 | client-line idle p50 / p99 in this round |\n")
+	p("|---|---|---|---|---|---|---|---|\n")
+	r.eachRun(b, r.Monitored, true, func(name string, rs *runStats) {
+		p("| %s | %.0f | %d | %s | %s | %s | %s | %s / %s |\n", name, rs.acqPerSec(), rs.SrvContested,
+			report.Duration(rs.SrvIdle.P(0.5)), report.Duration(rs.SrvIdle.P(0.99)), report.Duration(rs.SrvIdle.Max()), report.DurationRatio(rs.SrvIdle.P(0.99), pp),
+			report.Duration(rs.Idle.P(0.5)), report.Duration(rs.Idle.P(0.99)))
+	})
+}
+
+// renderTargets writes the idle target's table, if a holdfast semaphore ran.
+func renderTargets(b *strings.Builder, r *results) {
+	ts := r.targets()
+	if len(ts) == 0 {
+		return
 	}
-	return fmt.Sprintf("%.0f %%", 100*float64(n)/float64(d))
+	fmt.Fprintf(b, "\nTarget (issue 19, item 7): no permit idle longer than one round trip (PING p50 of this run) at p99 while someone waits.\n\n")
+	fmt.Fprintf(b, "| semaphore | idle p99, client time line | idle p99, server time line (MONITOR round) | limit | met |\n|---|---|---|---|---|\n")
+	for _, t := range ts {
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", t.Lib, t.Client, t.Server, t.Limit, t.Met)
+	}
 }
 
 func errOf(rs *runStats) string {
 	if rs == nil {
 		return "not run"
 	}
-	return strings.ReplaceAll(rs.Err, "|", "/")
+	return report.Cell(rs.Err)
 }
 
 // target is the idle target of one holdfast semaphore.
@@ -274,14 +234,14 @@ func (r *results) targets() []target {
 		if !sems.IsHoldfast(l.Name) {
 			continue
 		}
-		t := target{Lib: l.Name, Client: "n/a", Server: "n/a", Limit: "≤ " + fmtDur(pp), Met: "n/a"}
+		t := target{Lib: l.Name, Client: "n/a", Server: "n/a", Limit: "≤ " + report.Duration(pp), Met: "n/a"}
 		met := []bool{}
 		if rs := r.Contended[l.Name]; rs != nil && rs.Err == "" && rs.Idle.N() > 0 {
-			t.Client = fmt.Sprintf("%s (%s RT)", fmtDur(rs.Idle.P(0.99)), ratio(rs.Idle.P(0.99), pp))
+			t.Client = fmt.Sprintf("%s (%s RT)", report.Duration(rs.Idle.P(0.99)), report.DurationRatio(rs.Idle.P(0.99), pp))
 			met = append(met, rs.Idle.P(0.99) <= pp)
 		}
 		if rs := r.Monitored[l.Name]; rs != nil && rs.Err == "" && rs.SrvIdle.N() > 0 {
-			t.Server = fmt.Sprintf("%s (%s RT)", fmtDur(rs.SrvIdle.P(0.99)), ratio(rs.SrvIdle.P(0.99), pp))
+			t.Server = fmt.Sprintf("%s (%s RT)", report.Duration(rs.SrvIdle.P(0.99)), report.DurationRatio(rs.SrvIdle.P(0.99), pp))
 			met = append(met, rs.SrvIdle.P(0.99) <= pp)
 		}
 		if len(met) > 0 {
@@ -301,25 +261,15 @@ func renderMarkdown(r *results) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	o := r.Opts
-	p("# Semaphore benchmarks\n\n")
-	p("Generated by `bench/cmd/semaphore-bench` (`make bench-semaphore`, part of `make bench`) on %s in %.0f s; do not edit by hand.\n",
-		r.Started.Format("2006-01-02 15:04 UTC"), r.Elapsed.Seconds())
-	if o.quick {
-		p("\n**Quick run** (`-quick`): short windows, numbers are rough.\n")
-	}
+	b.WriteString(report.Header("Semaphore benchmarks", "`bench/cmd/semaphore-bench` (`make bench-semaphore`, part of `make bench`)",
+		r.Started, r.Elapsed, o.quick))
 	p("\nThe machine is small (2 cores) and shared by the redis-server, the worker processes and the coordinator: absolute numbers drift " +
 		"from run to run, so compare within this report, where every figure comes from the same run and the libraries are interleaved. " +
 		"Other work on the machine shows in the load average at start (*Machine*).\n")
 	b.WriteString(renderTables(r))
 
-	p("\n## Machine\n\n| | |\n|---|---|\n")
-	for _, f := range r.Env {
-		p("| %s | %s |\n", f[0], f[1])
-	}
-	p("\n## Semaphores and settings\n\n| semaphore | version | settings |\n|---|---|---|\n")
-	for _, l := range r.Libs {
-		p("| %s | %s | %s |\n", l.Name, l.Version(), l.Settings)
-	}
+	b.WriteString(r.Env.Table())
+	b.WriteString(report.Libraries("Semaphores and settings", "semaphore", r.Libs, libRow))
 
 	p("\n## Method\n\n")
 	p("- **Uncontended**: one goroutine in the coordinating process; a row's op is one PING, one `Mutex.Lock`+`Lease.Unlock` on a free lock, "+
@@ -329,12 +279,12 @@ func renderMarkdown(r *results) string {
 		"untimed: *round trips* = commands plus pipelines through the row's go-redis client (a hook); *server cmds* = the change of `calls` summed "+
 		"over `INFO commandstats` (the probe's `INFO` left out; commands a script runs count too, so one `EVALSHA` running two commands counts 3); "+
 		"*allocs* = the change of `runtime.MemStats.Mallocs` of the whole process.\n",
-		o.uncRounds, o.cycles, min(o.cycles, 50), uncontendedRun, o.cycles)
+		o.uncRounds, o.cycles, min(o.cycles, 50), harness.TimedRun, o.cycles)
 	p("- **Contended**: a semaphore of %d permits created before the run (`TrySetPermits`, or `SET` for the peer); %d worker processes "+
 		"(the binary re-executes itself), each with one client shared by %d goroutines, each goroutine looping `Acquire(1)` (deadline %s), "+
 		"`time.Sleep(%s)`, release. A run has a %s warm-up and a %s measured window; at the window's end the pending `Acquire` calls are "+
 		"cancelled. The libraries run in turn, %d rounds in rotating order, merged; then one more round each under MONITOR (below).\n",
-		o.permits, o.procs, o.goroutines, o.acquireTimeout, fmtDur(o.hold), o.warmup, o.duration, o.rounds)
+		o.permits, o.procs, o.goroutines, o.acquireTimeout, report.Duration(o.hold), o.warmup, o.duration, o.rounds)
 	p("- **Timestamps**: every worker reads `CLOCK_MONOTONIC` (`clock_gettime`), one clock for all processes on the host, " +
 		"at `Acquire` call (t0) and return (t1) and at release call (t2) and return (t3).\n")
 	p("- **Acquire wait** (the waiter wait): t1 − t0 of every `Acquire` call that returned in the window or was still pending at its end "+
@@ -377,26 +327,18 @@ func renderMarkdown(r *results) string {
 
 // summary is the JSON form of the results.
 func (r *results) summary() any {
-	type dist struct {
-		N             int
-		P50, P99, Max time.Duration
-	}
-	d := func(x interface {
-		N() int
-		P(float64) time.Duration
-		Max() time.Duration
-	}) dist {
-		return dist{x.N(), x.P(0.5), x.P(0.99), x.Max()}
-	}
 	type unc struct {
 		Name                 string
-		Latency              dist
+		Latency              stats.Summary
 		RoundTrips, Commands float64
 		Scripts, Allocs      float64
 	}
 	type con struct {
 		*runStats
-		Wait, Idle, ServerIdle, LoadedPing dist
+		Wait, Idle, ServerIdle, LoadedPing stats.Summary
+	}
+	conOf := func(rs *runStats) con {
+		return con{rs, rs.Wait.Summary(), rs.Idle.Summary(), rs.SrvIdle.Summary(), rs.Pings.Summary()}
 	}
 	out := struct {
 		Started     time.Time
@@ -408,14 +350,14 @@ func (r *results) summary() any {
 		Targets     []target
 	}{Started: r.Started, Elapsed: r.Elapsed, PingP50: r.pingP50(), Targets: r.targets()}
 	for _, u := range r.Uncontended {
-		out.Uncontended = append(out.Uncontended, unc{u.Name, d(u.Lat), u.RT, u.Cmds, u.Scr, u.Alloc})
+		out.Uncontended = append(out.Uncontended, unc{u.Name, u.Lat.Summary(), u.RT, u.Cmds, u.Scr, u.Alloc})
 	}
 	for _, l := range r.Libs {
 		if rs := r.Contended[l.Name]; rs != nil {
-			out.Contended = append(out.Contended, con{rs, d(rs.Wait), d(rs.Idle), d(rs.SrvIdle), d(rs.Pings)})
+			out.Contended = append(out.Contended, conOf(rs))
 		}
 		if rs := r.Monitored[l.Name]; rs != nil {
-			out.Monitored = append(out.Monitored, con{rs, d(rs.Wait), d(rs.Idle), d(rs.SrvIdle), d(rs.Pings)})
+			out.Monitored = append(out.Monitored, conOf(rs))
 		}
 	}
 	return out

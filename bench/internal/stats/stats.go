@@ -2,6 +2,7 @@
 package stats
 
 import (
+	"math"
 	"slices"
 	"time"
 )
@@ -38,4 +39,43 @@ func (d Dist) Max() time.Duration {
 		return 0
 	}
 	return time.Duration(d[len(d)-1])
+}
+
+// Concat returns the samples of d and e together as a Dist. It may reuse
+// d's storage.
+func Concat(d, e Dist) Dist { return NewDist(append(d, e...)) }
+
+// Summary is a Dist in a few numbers, for JSON.
+type Summary struct {
+	N             int
+	P50, P99, Max time.Duration
+}
+
+// Summary returns d's size, median, 99th percentile and largest sample.
+func (d Dist) Summary() Summary { return Summary{d.N(), d.P(0.5), d.P(0.99), d.Max()} }
+
+// Spread returns the largest and smallest of per-goroutine counts (0, 0
+// for none).
+func Spread(perG []int) (maxG, minG int) {
+	if len(perG) == 0 {
+		return 0, 0
+	}
+	minG = perG[0]
+	for _, n := range perG {
+		maxG, minG = max(maxG, n), min(minG, n)
+	}
+	return maxG, minG
+}
+
+// SpreadRatio returns max ÷ min of per-goroutine counts, +Inf when a
+// goroutine had none (and others had some), and false when none had any.
+func SpreadRatio(perG []int) (float64, bool) {
+	maxG, minG := Spread(perG)
+	switch {
+	case maxG == 0:
+		return 0, false
+	case minG == 0:
+		return math.Inf(1), true
+	}
+	return float64(maxG) / float64(minG), true
 }

@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"strings"
+
+	"github.com/holdfast-go/holdfast/bench/internal/redisserver"
+)
+
+// Catalog is what a command chooses from by name on its command line: the
+// libraries it can run, or its cases.
+type Catalog[T any] struct {
+	// All holds every member, in the order a full run takes them.
+	All []T
+	// Name returns a member's name.
+	Name func(T) string
+	// One and Many call a member and members in errors and logs
+	// ("library", "libraries").
+	One, Many string
+	// Hint ends the error for an unknown name, in parentheses; by default
+	// it lists the names.
+	Hint string
+}
+
+// Names returns the name of each of ls.
+func (c Catalog[T]) Names(ls []T) []string {
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = c.Name(l)
+	}
+	return out
+}
+
+// Select returns the members named in the comma-separated list names, in
+// the list's order, or all of them when names is empty.
+func (c Catalog[T]) Select(names string) ([]T, error) {
+	if names == "" {
+		return c.All, nil
+	}
+	var out []T
+	for n := range strings.SplitSeq(names, ",") {
+		found := false
+		for _, l := range c.All {
+			if c.Name(l) == strings.TrimSpace(n) {
+				out, found = append(out, l), true
+				break
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("unknown %s %q (%s)", c.One, n, c.hint())
+		}
+	}
+	return out, nil
+}
+
+func (c Catalog[T]) hint() string {
+	if c.Hint != "" {
+		return c.Hint
+	}
+	return "have " + strings.Join(c.Names(c.All), ", ")
+}
+
+// Start begins a command's run: it selects the members of c named in names
+// (see Select), starts a private redis-server from bin (see
+// redisserver.Start) and logs both. The caller stops the server.
+func Start[T any](ctx context.Context, bin, names string, c Catalog[T]) ([]T, *redisserver.Server, error) {
+	selected, err := c.Select(names)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, err := redisserver.Start(ctx, bin)
+	if err != nil {
+		return nil, nil, err
+	}
+	log.Printf("redis-server %s on %s; %s: %s", srv.Version(), srv.Addr, c.Many, strings.Join(c.Names(selected), ", "))
+	return selected, srv, nil
+}

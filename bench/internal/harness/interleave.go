@@ -1,0 +1,81 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/holdfast-go/holdfast/bench/internal/monoclock"
+)
+
+// TimedRun is how many ops of one Op TimeInterleaved times in a row.
+const TimedRun = 20
+
+// Op is one operation timed on its own: a library's uncontended cycle, or a
+// PING.
+type Op struct {
+	// Name names the op in errors (and the commands' tables).
+	Name string
+	// Run runs the op once.
+	Run func(ctx context.Context) error
+}
+
+// Cycle returns the op that takes a hold with acquire and gives it back at
+// once.
+func Cycle(acquire Acquire) func(context.Context) error {
+	return func(ctx context.Context) error {
+		release, err := acquire(ctx)
+		if err != nil {
+			return err
+		}
+		return release(ctx)
+	}
+}
+
+// Repeat runs op n times, stopping at the first error.
+func (op Op) Repeat(ctx context.Context, n int) error {
+	for range n {
+		if err := op.Run(ctx); err != nil {
+			return fmt.Errorf("%s: %w", op.Name, err)
+		}
+	}
+	return nil
+}
+
+// TimeInterleaved times rounds × cycles runs of each op and returns each
+// op's times (CLOCK_MONOTONIC ns), lat[i] for ops[i]. It runs short runs of
+// TimedRun ops, every op in turn with the order rotating from turn to turn,
+// and pauses 1 ms between rounds: so drift of the machine (frequency,
+// neighbours) hits every op alike while each run stays warm (same
+// connection, same code path).
+func TimeInterleaved(ctx context.Context, ops []Op, rounds, cycles int) (lat [][]int64, err error) {
+	lat = make([][]int64, len(ops))
+	turn := 0
+	for range rounds {
+		for c := 0; c < cycles; c += TimedRun {
+			for i := range ops {
+				k := (i + turn) % len(ops)
+				for range min(TimedRun, cycles-c) {
+					t0 := monoclock.Now()
+					if err := ops[k].Run(ctx); err != nil {
+						return nil, fmt.Errorf("%s: %w", ops[k].Name, err)
+					}
+					lat[k] = append(lat[k], monoclock.Now()-t0)
+				}
+			}
+			turn++
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return lat, nil
+}
+
+// Rotate returns a copy of s rotated left by k, so that each case or round
+// starts with another library.
+func Rotate[T any](s []T, k int) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	k %= len(s)
+	return append(append([]T{}, s[k:]...), s[:k]...)
+}
