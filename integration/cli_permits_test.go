@@ -38,17 +38,24 @@ type cliPermit struct {
 	NoLease          bool   `json:"no_lease"`
 }
 
-// permitStatus runs "holdfast status --json" on the shared server with args
-// and decodes its output; it must exit 0.
-func permitStatus(t testing.TB, args ...string) []cliPermitStatus {
+// statusDecoded runs "holdfast status --json" on the shared server with args
+// and decodes its output as a list of T, which must name every field of it;
+// it must exit 0.
+func statusDecoded[T any](t testing.TB, args ...string) []T {
 	t.Helper()
 	r := statusCLI(t, append([]string{"status", "--json", "--redis", sharedURL(t)}, args...)...)
 	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
 	dec := json.NewDecoder(strings.NewReader(r.stdout))
 	dec.DisallowUnknownFields()
-	var list []cliPermitStatus
+	var list []T
 	require.NoError(t, dec.Decode(&list), r.stdout)
 	return list
+}
+
+// permitStatus is statusDecoded with the fields of semaphores.
+func permitStatus(t testing.TB, args ...string) []cliPermitStatus {
+	t.Helper()
+	return statusDecoded[cliPermitStatus](t, args...)
 }
 
 // startPermitHolder starts "holdfast lock --permits n args... name --
@@ -236,8 +243,7 @@ func TestCLILockPermitsRefusals(t *testing.T) {
 	}
 	require.Zero(t, rdb.Exists(ctx, name).Val(), "nothing written")
 
-	lease, err := c.NewMutex(name).Lock(ctx)
-	require.NoError(t, err)
+	lease := answer(c.NewMutex(name).Lock(ctx)).value(t)
 	defer func() { require.NoError(t, lease.Unlock(ctx)) }()
 	code, stderr := runLockCLI(t, redistest.Shared(t).Addr, "--permits", "2", name, "--", "echo", "never")
 	require.Equal(t, 65, code, stderr)
@@ -258,8 +264,7 @@ func TestCLILockPermitLost(t *testing.T) {
 		p := startLockCLI(t, redistest.Shared(t).Addr, "--permits", "2", "--watchdog-timeout", "600ms", "--kill-grace", "500ms",
 			name, "--", "sh", "-c", `trap "echo got TERM; exit 0" TERM; echo "$HOLDFAST_PERMIT"; `+loopForever)
 		id := p.next(t)
-		raw, err := hex.DecodeString(id)
-		require.NoError(t, err, id)
+		raw := answer(hex.DecodeString(id)).value(t, id)
 		if how == "ZREM" {
 			require.EqualValues(t, 1, rdb.ZRem(ctx, lua.PermitTimeoutsName(name), string(raw)).Val())
 		} else {
@@ -353,8 +358,7 @@ func TestCLIUnlockPermitRefusals(t *testing.T) {
 	require.Equal(t, 0, holder.finish(t), holder.stderr.String())
 
 	lock := name + ":lock"
-	lease, err := c.NewMutex(lock).Lock(ctx)
-	require.NoError(t, err)
+	lease := answer(c.NewMutex(lock).Lock(ctx)).value(t)
 	defer func() { require.NoError(t, lease.Unlock(ctx)) }()
 	r = statusCLI(t, "unlock", "--force", "--redis", url, "--permit", id, lock)
 	require.Equal(t, 65, r.code, "stderr: %s", r.stderr)
@@ -371,9 +375,7 @@ func TestCLIStatusLatchAndSemaphore(t *testing.T) {
 	ctx := testCtx(t, 30*time.Second)
 	latch, sem, none := name+":latch", name+":sem", name+":none"
 	l := c.NewCountDownLatch(latch)
-	ok, err := l.TrySetCount(ctx, 2)
-	require.NoError(t, err)
-	require.True(t, ok)
+	answer(l.TrySetCount(ctx, 2)).is(t, true)
 	awaited := make(chan error, 1)
 	actx, cancel := context.WithCancel(ctx)
 	defer func() { cancel(); <-awaited }()

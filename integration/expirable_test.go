@@ -24,17 +24,22 @@ import (
 // expShortLease is the fixed lease of the permits these tests let expire.
 const expShortLease = 100 * time.Millisecond
 
+// expSemaphore makes the expirable semaphore name of permits permits in
+// client c; admin deletes its keys at the end of the test.
+func expSemaphore(t *testing.T, admin *redis.Client, c *rlock.Client, name string, permits int64) *rlock.ExpirableSemaphore {
+	t.Helper()
+	t.Cleanup(func() { _ = admin.Del(context.Background(), name, syncTimeoutKey(name)).Err() })
+	s := c.NewExpirableSemaphore(name)
+	answer(s.TrySetPermits(context.Background(), permits)).is(t, true)
+	return s
+}
+
 // expNew returns an admin client, an expirable semaphore of permits permits
 // on the shared server and its name.
 func expNew(t *testing.T, permits int64, opts ...rlock.ClientOption) (*redis.Client, *rlock.ExpirableSemaphore, string) {
 	t.Helper()
 	admin, c, name := setup(t, opts...)
-	s := c.NewExpirableSemaphore(name)
-	ok, err := s.TrySetPermits(context.Background(), permits)
-	require.NoError(t, err)
-	require.True(t, ok)
-	t.Cleanup(func() { _ = admin.Del(context.Background(), name, syncTimeoutKey(name)).Err() })
-	return admin, s, name
+	return admin, expSemaphore(t, admin, c, name, permits), name
 }
 
 // expRandomID returns a permit id that no semaphore holds.
@@ -88,44 +93,70 @@ func expRead(t *testing.T, admin *redis.Client, name string) expState {
 	return expState{v, ok, zs}
 }
 
+// expEnds waits (at most within) for the handle p to end, and checks its
+// error; since is when what ended it happened.
+func expEnds(t testing.TB, p *rlock.Permits, since time.Time, within time.Duration, want error, what string) {
+	t.Helper()
+	select {
+	case <-p.Done():
+		t.Logf("%s: the handle ended %v later: %v", what, time.Since(since).Round(time.Millisecond), p.Err())
+		require.ErrorIs(t, p.Err(), want, what)
+	case <-time.After(within):
+		t.Fatalf("%s: the handle did not end within %v (Err %v)", what, within, p.Err())
+	}
+}
+
+// expWithExpired is the setting of TestExpirableReclaim's cases: a semaphore
+// of 4 with 2 permits held by live (taken first: TryAcquire reclaims) and 1
+// permit whose fixed lease has run out, expired, still in the zset.
+type expWithExpired struct {
+	ctx     context.Context
+	admin   *redis.Client
+	s       *rlock.ExpirableSemaphore
+	name    string
+	live    *rlock.Permits
+	expired string
+}
+
+func expNewWithExpired(t *testing.T) expWithExpired {
+	t.Helper()
+	e := expWithExpired{ctx: testCtx(t, 20*time.Second)}
+	e.admin, e.s, e.name = expNew(t, 4)
+	e.live = expLive(t, e.ctx, e.s, 2)
+	e.expired = expExpired(t, e.ctx, e.admin, e.s, 1)[0]
+	st := expRead(t, e.admin, e.name)
+	require.EqualValues(t, 1, st.available)
+	require.Len(t, st.permits, 3)
+	return e
+}
+
 // TestExpirableInvalidArguments: zero and negative counts, an empty id list,
 // ids that are not 32 hex digits and negative durations are
 // ErrInvalidArgument before any round trip.
 func TestExpirableInvalidArguments(t *testing.T) {
-	c, calls := syncDeadClient(t)
-	ctx := testCtx(t, 10*time.Second)
-	s := c.NewExpirableSemaphore(redistest.Name(t))
-	for _, n := range []int64{0, -1, -7} {
-		_, err := s.Acquire(ctx, n)
-		syncRequireInvalid(t, err, "Acquire")
-		_, err = s.TryAcquire(ctx, n)
-		syncRequireInvalid(t, err, "TryAcquire")
-		_, err = s.TryAcquire(ctx, n, rlock.WithWaitTime(time.Second), rlock.WithPermitLease(time.Second))
-		syncRequireInvalid(t, err, "TryAcquire with wait and lease")
-	}
-	_, err := s.TrySetPermits(ctx, -1)
-	syncRequireInvalid(t, err, "TrySetPermits(-1)")
-	syncRequireInvalid(t, s.SetPermits(ctx, -1), "SetPermits(-1)")
-	syncRequireInvalid(t, s.Release(ctx), "Release without ids")
-	for _, bad := range []string{"", "abc", strings.Repeat("z", 32), expRandomID() + "00", expRandomID()[:30]} {
-		syncRequireInvalid(t, s.Release(ctx, bad), "Release("+bad+")")
-		syncRequireInvalid(t, s.Release(ctx, expRandomID(), bad), "Release(ok, "+bad+")")
-		_, err = s.LeaseTime(ctx, bad)
-		syncRequireInvalid(t, err, "LeaseTime("+bad+")")
-		_, err = s.UpdateLease(ctx, bad, time.Second)
-		syncRequireInvalid(t, err, "UpdateLease("+bad+")")
-	}
-	_, err = s.TryAcquire(ctx, 1, rlock.WithPermitLease(-2*time.Second))
-	syncRequireInvalid(t, err, "TryAcquire with a negative lease")
-	_, err = s.Acquire(ctx, 1, rlock.WithPermitLease(-2*time.Second))
-	syncRequireInvalid(t, err, "Acquire with a negative lease")
-	_, err = s.UpdateLease(ctx, expRandomID(), -2*time.Second)
-	syncRequireInvalid(t, err, "UpdateLease with a negative lease other than NoLease")
-	_, err = s.TryAcquire(ctx, 1, rlock.WithWaitTime(-time.Second))
-	syncRequireInvalid(t, err, "TryAcquire with a negative wait")
-	_, err = c.NewExpirableSemaphore("").Permits(ctx)
-	syncRequireInvalid(t, err, "empty name")
-	require.Zero(t, calls.calls.Load()+calls.init.Load(), "no round trip was attempted")
+	syncOffline(t, func(ctx context.Context, c *rlock.Client, name string) {
+		s := c.NewExpirableSemaphore(name)
+		for _, n := range []int64{0, -1, -7} {
+			syncRequireInvalid(t, errOf(s.Acquire(ctx, n)), "Acquire")
+			syncRequireInvalid(t, errOf(s.TryAcquire(ctx, n)), "TryAcquire")
+			syncRequireInvalid(t, errOf(s.TryAcquire(ctx, n, rlock.WithWaitTime(time.Second), rlock.WithPermitLease(time.Second))),
+				"TryAcquire with wait and lease")
+		}
+		syncRequireInvalid(t, errOf(s.TrySetPermits(ctx, -1)), "TrySetPermits(-1)")
+		syncRequireInvalid(t, s.SetPermits(ctx, -1), "SetPermits(-1)")
+		syncRequireInvalid(t, s.Release(ctx), "Release without ids")
+		for _, bad := range []string{"", "abc", strings.Repeat("z", 32), expRandomID() + "00", expRandomID()[:30]} {
+			syncRequireInvalid(t, s.Release(ctx, bad), "Release("+bad+")")
+			syncRequireInvalid(t, s.Release(ctx, expRandomID(), bad), "Release(ok, "+bad+")")
+			syncRequireInvalid(t, errOf(s.LeaseTime(ctx, bad)), "LeaseTime("+bad+")")
+			syncRequireInvalid(t, errOf(s.UpdateLease(ctx, bad, time.Second)), "UpdateLease("+bad+")")
+		}
+		syncRequireInvalid(t, errOf(s.TryAcquire(ctx, 1, rlock.WithPermitLease(-2*time.Second))), "TryAcquire with a negative lease")
+		syncRequireInvalid(t, errOf(s.Acquire(ctx, 1, rlock.WithPermitLease(-2*time.Second))), "Acquire with a negative lease")
+		syncRequireInvalid(t, errOf(s.UpdateLease(ctx, expRandomID(), -2*time.Second)), "UpdateLease with a negative lease other than NoLease")
+		syncRequireInvalid(t, errOf(s.TryAcquire(ctx, 1, rlock.WithWaitTime(-time.Second))), "TryAcquire with a negative wait")
+		syncRequireInvalid(t, errOf(c.NewExpirableSemaphore("").Permits(ctx)), "empty name")
+	})
 }
 
 // TestExpirableDeadHolderPermitReturns: a permit taken without a lease by a
@@ -139,19 +170,10 @@ func TestExpirableDeadHolderPermitReturns(t *testing.T) {
 		return
 	}
 	const watchdog = time.Second
-	srv := redistest.Shared(t)
-	admin := srv.Client(t)
-	c := newClient(t, srv.Client(t))
+	admin, s, name := expNew(t, 1)
 	ctx := testCtx(t, 60*time.Second)
-	name := redistest.Name(t)
-	s := c.NewExpirableSemaphore(name)
-	ok, err := s.TrySetPermits(ctx, 1)
-	require.NoError(t, err)
-	require.True(t, ok)
-	t.Cleanup(func() { _ = admin.Del(context.Background(), name, syncTimeoutKey(name)).Err() })
-
 	w := redistest.StartWorker(t, t.Name(), syncPermitHolderRole,
-		"WAIT_ADDR="+srv.Addr, "SYNC_NAME="+name, "SYNC_WATCHDOG="+watchdog.String())
+		"WAIT_ADDR="+redistest.Shared(t).Addr, "SYNC_NAME="+name, "SYNC_WATCHDOG="+watchdog.String())
 	id := strings.TrimPrefix(w.Expect(t, "HELD ", 60*time.Second), "HELD ")
 	first, ok := syncScore(t, admin, name, id)
 	require.True(t, ok, "the holder's permit is in the zset")
@@ -202,29 +224,19 @@ func TestExpirableReclaim(t *testing.T) {
 		op func(t *testing.T, ctx context.Context, s *rlock.ExpirableSemaphore, live *rlock.Permits)
 	}{
 		{"AvailablePermits", func(t *testing.T, ctx context.Context, s *rlock.ExpirableSemaphore, _ *rlock.Permits) {
-			n, err := s.AvailablePermits(ctx)
-			require.NoError(t, err)
-			require.EqualValues(t, 2, n)
+			answer(s.AvailablePermits(ctx)).is(t, 2)
 		}},
 		{"AcquiredPermits", func(t *testing.T, ctx context.Context, s *rlock.ExpirableSemaphore, _ *rlock.Permits) {
-			n, err := s.AcquiredPermits(ctx)
-			require.NoError(t, err)
-			require.EqualValues(t, 2, n)
+			answer(s.AcquiredPermits(ctx)).is(t, 2)
 		}},
 		{"Permits", func(t *testing.T, ctx context.Context, s *rlock.ExpirableSemaphore, _ *rlock.Permits) {
-			n, err := s.Permits(ctx)
-			require.NoError(t, err)
-			require.EqualValues(t, 4, n)
+			answer(s.Permits(ctx)).is(t, 4)
 		}},
 		{"UpdateLease", func(t *testing.T, ctx context.Context, s *rlock.ExpirableSemaphore, live *rlock.Permits) {
-			ok, err := s.UpdateLease(ctx, live.IDs()[0], time.Hour)
-			require.NoError(t, err)
-			require.True(t, ok)
+			answer(s.UpdateLease(ctx, live.IDs()[0], time.Hour)).is(t, true)
 		}},
 		{"LeaseTime", func(t *testing.T, ctx context.Context, s *rlock.ExpirableSemaphore, live *rlock.Permits) {
-			d, err := s.LeaseTime(ctx, live.IDs()[0])
-			require.NoError(t, err)
-			require.Positive(t, d)
+			require.Positive(t, answer(s.LeaseTime(ctx, live.IDs()[0])).value(t))
 		}},
 		{"ReleaseSeveral", func(t *testing.T, ctx context.Context, s *rlock.ExpirableSemaphore, live *rlock.Permits) {
 			require.NoError(t, s.Release(ctx, live.IDs()...))
@@ -232,18 +244,11 @@ func TestExpirableReclaim(t *testing.T) {
 	}
 	for _, tc := range reclaiming {
 		t.Run("Reclaims/"+tc.name, func(t *testing.T) {
-			admin, s, name := expNew(t, 4)
-			ctx := testCtx(t, 20*time.Second)
-			live := expLive(t, ctx, s, 2) // first: TryAcquire reclaims
-			expired := expExpired(t, ctx, admin, s, 1)[0]
-			before := expRead(t, admin, name)
-			require.EqualValues(t, 1, before.available)
-			require.Len(t, before.permits, 3)
-
-			tc.op(t, ctx, s, live)
-			_, ok := syncScore(t, admin, name, expired)
+			e := expNewWithExpired(t)
+			tc.op(t, e.ctx, e.s, e.live)
+			_, ok := syncScore(t, e.admin, e.name, e.expired)
 			require.False(t, ok, "%s reclaimed the expired permit", tc.name)
-			after := expRead(t, admin, name)
+			after := expRead(t, e.admin, e.name)
 			released := int64(0)
 			if tc.name == "ReleaseSeveral" {
 				released = 2
@@ -260,8 +265,7 @@ func TestExpirableReclaim(t *testing.T) {
 		expired := expExpired(t, ctx, admin, s, 2)
 		require.EqualValues(t, 0, expRead(t, admin, name).available, "no permit is available but by reclaim")
 
-		p, err := s.TryAcquire(ctx, 1)
-		require.NoError(t, err, "TryAcquire reclaims an expired permit")
+		p := answer(s.TryAcquire(ctx, 1)).value(t, "TryAcquire reclaims an expired permit")
 		st := expRead(t, admin, name)
 		require.EqualValues(t, 0, st.available)
 		require.Len(t, st.permits, 3, "one expired permit reclaimed (not both): it asked for one")
@@ -293,9 +297,7 @@ func TestExpirableReclaim(t *testing.T) {
 			return 3, 3 // the total counts the expired permit: 6 - 3 members
 		}},
 		{"TrySetPermits", func(t *testing.T, ctx context.Context, s *rlock.ExpirableSemaphore, _ *rlock.Permits) (int64, int) {
-			ok, err := s.TrySetPermits(ctx, 9)
-			require.NoError(t, err)
-			require.False(t, ok, "the semaphore exists")
+			answer(s.TrySetPermits(ctx, 9)).is(t, false, "the semaphore exists")
 			return 1, 3
 		}},
 		{"AddPermits", func(t *testing.T, ctx context.Context, s *rlock.ExpirableSemaphore, _ *rlock.Permits) (int64, int) {
@@ -305,22 +307,16 @@ func TestExpirableReclaim(t *testing.T) {
 	}
 	for _, tc := range notReclaiming {
 		t.Run("Keeps/"+tc.name, func(t *testing.T) {
-			admin, s, name := expNew(t, 4)
-			ctx := testCtx(t, 20*time.Second)
-			live := expLive(t, ctx, s, 2) // first: TryAcquire reclaims
-			expired := expExpired(t, ctx, admin, s, 1)[0]
-
-			available, members := tc.op(t, ctx, s, live)
-			st := expRead(t, admin, name)
+			e := expNewWithExpired(t)
+			available, members := tc.op(t, e.ctx, e.s, e.live)
+			st := expRead(t, e.admin, e.name)
 			require.Equal(t, available, st.available, "available after %s", tc.name)
 			require.Len(t, st.permits, members, "members after %s", tc.name)
-			_, ok := syncScore(t, admin, name, expired)
+			_, ok := syncScore(t, e.admin, e.name, e.expired)
 			require.True(t, ok, "%s did not reclaim the expired permit", tc.name)
 
-			n, err := s.AvailablePermits(ctx)
-			require.NoError(t, err)
-			require.Equal(t, available+1, n, "the next reclaiming call returns it")
-			_, ok = syncScore(t, admin, name, expired)
+			answer(e.s.AvailablePermits(e.ctx)).is(t, available+1, "the next reclaiming call returns it")
+			_, ok = syncScore(t, e.admin, e.name, e.expired)
 			require.False(t, ok)
 		})
 	}
@@ -341,9 +337,7 @@ func TestExpirableReleaseAllOrNothing(t *testing.T) {
 			var staleID, bystander string
 			switch stale {
 			case "released":
-				p, err := s.TryAcquire(ctx, 1)
-				require.NoError(t, err)
-				staleID = p.IDs()[0]
+				staleID = answer(s.TryAcquire(ctx, 1)).value(t).IDs()[0]
 				require.NoError(t, s.Release(ctx, staleID))
 				bystander = expExpired(t, ctx, admin, s, 1)[0]
 			case "expired":
@@ -357,11 +351,10 @@ func TestExpirableReleaseAllOrNothing(t *testing.T) {
 
 			sub := admin.Subscribe(ctx, syncSemChannel(name))
 			t.Cleanup(func() { _ = sub.Close() })
-			_, err := sub.Receive(ctx) // the confirmation
-			require.NoError(t, err)
+			require.NoError(t, errOf(sub.Receive(ctx)), "the confirmation")
 
 			ids := []string{live.IDs()[0], staleID, live.IDs()[1]}
-			err = s.Release(ctx, ids...)
+			err := s.Release(ctx, ids...)
 			require.ErrorIs(t, err, rlock.ErrNoSuchPermit, "one stale id among %v", ids)
 			require.Equal(t, before, expRead(t, admin, name), "nothing changed")
 			_, ok := syncScore(t, admin, name, bystander)
@@ -370,19 +363,14 @@ func TestExpirableReleaseAllOrNothing(t *testing.T) {
 
 			// Nothing was published: the first message is the marker sent now.
 			require.NoError(t, admin.Publish(ctx, syncSemChannel(name), "marker").Err())
-			msg, err := sub.ReceiveMessage(ctx)
-			require.NoError(t, err)
-			require.Equal(t, "marker", msg.Payload, "the failed release published something")
+			rwRequireMessage(t, sub, "marker") // else the failed release published something
 
 			require.NoError(t, s.Release(ctx, live.IDs()...), "the live ids alone release")
 			// As Redisson: the reclaim publishes the available count it made
-			// (6 less the 2 live permits), then the release its delta, 2.
-			msg, err = sub.ReceiveMessage(ctx)
-			require.NoError(t, err)
-			require.Equal(t, "4", msg.Payload, "the reclaim's message")
-			msg, err = sub.ReceiveMessage(ctx)
-			require.NoError(t, err)
-			require.Equal(t, "2", msg.Payload, "the release's message: the number released")
+			// (6 less the 2 live permits), then the release its delta, the
+			// number released: 2.
+			rwRequireMessage(t, sub, "4")
+			rwRequireMessage(t, sub, "2")
 			after := expRead(t, admin, name)
 			_, ok = syncScore(t, admin, name, bystander)
 			require.False(t, ok, "the successful release reclaimed the bystander")
@@ -396,41 +384,25 @@ func TestExpirableReleaseAllOrNothing(t *testing.T) {
 // integer at the name, every call fails with ErrWrongType (a waiting Acquire
 // at once) and the key stays as it was.
 func TestExpirableWrongType(t *testing.T) {
-	for _, fk := range syncForeignKeys {
-		t.Run(strings.ReplaceAll(fk.name, " ", "_"), func(t *testing.T) {
-			rdb, c, name := setup(t)
-			ctx := testCtx(t, 20*time.Second)
-			check := syncForeign(t, rdb, name, fk.put)
-			s := c.NewExpirableSemaphore(name)
-			id := expRandomID()
-			calls := []struct {
-				what string
-				f    func() error
-			}{
-				{"TryAcquire", func() error { _, err := s.TryAcquire(ctx, 1); return err }},
-				{"TryAcquire with wait", func() error { _, err := s.TryAcquire(ctx, 2, rlock.WithWaitTime(5*time.Second)); return err }},
-				{"Acquire", func() error { _, err := s.Acquire(ctx, 1, rlock.WithPermitLease(time.Minute)); return err }},
-				{"Release one", func() error { return s.Release(ctx, id) }},
-				{"Release several", func() error { return s.Release(ctx, id, expRandomID()) }},
-				{"UpdateLease", func() error { _, err := s.UpdateLease(ctx, id, time.Minute); return err }},
-				{"LeaseTime", func() error { _, err := s.LeaseTime(ctx, id); return err }},
-				{"AvailablePermits", func() error { _, err := s.AvailablePermits(ctx); return err }},
-				{"AcquiredPermits", func() error { _, err := s.AcquiredPermits(ctx); return err }},
-				{"Permits", func() error { _, err := s.Permits(ctx); return err }},
-				{"SetPermits", func() error { return s.SetPermits(ctx, 3) }},
-				{"TrySetPermits", func() error { _, err := s.TrySetPermits(ctx, 3); return err }},
-				{"AddPermits", func() error { return s.AddPermits(ctx, 1) }},
-			}
-			for _, call := range calls {
-				start := time.Now()
-				err := call.f()
-				require.ErrorIs(t, err, rlock.ErrWrongType, call.what)
-				require.Less(t, time.Since(start), 3*time.Second, "%s failed at once", call.what)
-				check(call.what)
-				require.Zero(t, syncZCard(t, rdb, syncTimeoutKey(name)), "%s wrote no permit", call.what)
-			}
-		})
-	}
+	syncRequireWrongType(t, func(ctx context.Context, c *rlock.Client, name string) []syncCall {
+		s := c.NewExpirableSemaphore(name)
+		id := expRandomID()
+		return []syncCall{
+			{"TryAcquire", func() error { return errOf(s.TryAcquire(ctx, 1)) }},
+			{"TryAcquire with wait", func() error { return errOf(s.TryAcquire(ctx, 2, rlock.WithWaitTime(5*time.Second))) }},
+			{"Acquire", func() error { return errOf(s.Acquire(ctx, 1, rlock.WithPermitLease(time.Minute))) }},
+			{"Release one", func() error { return s.Release(ctx, id) }},
+			{"Release several", func() error { return s.Release(ctx, id, expRandomID()) }},
+			{"UpdateLease", func() error { return errOf(s.UpdateLease(ctx, id, time.Minute)) }},
+			{"LeaseTime", func() error { return errOf(s.LeaseTime(ctx, id)) }},
+			{"AvailablePermits", func() error { return errOf(s.AvailablePermits(ctx)) }},
+			{"AcquiredPermits", func() error { return errOf(s.AcquiredPermits(ctx)) }},
+			{"Permits", func() error { return errOf(s.Permits(ctx)) }},
+			{"SetPermits", func() error { return s.SetPermits(ctx, 3) }},
+			{"TrySetPermits", func() error { return errOf(s.TrySetPermits(ctx, 3)) }},
+			{"AddPermits", func() error { return s.AddPermits(ctx, 1) }},
+		}
+	})
 }
 
 // TestExpirablePermitsHandleEnds: a Permits handle's Done closes, and Err says
@@ -450,28 +422,11 @@ func TestExpirablePermitsHandleEnds(t *testing.T) {
 	// and a handle of one of them taken with opts.
 	start := func(t *testing.T, c *rlock.Client, opts ...rlock.TryPermitOption) (*rlock.ExpirableSemaphore, *rlock.Permits, string) {
 		t.Helper()
-		ctx := testCtx(t, 20*time.Second)
 		name := redistest.Name(t)
-		t.Cleanup(func() { _ = admin.Del(context.Background(), name, syncTimeoutKey(name)).Err() })
-		s := c.NewExpirableSemaphore(name)
-		ok, err := s.TrySetPermits(ctx, 3)
-		require.NoError(t, err)
-		require.True(t, ok)
-		p, err := s.TryAcquire(ctx, 1, opts...)
-		require.NoError(t, err)
+		s := expSemaphore(t, admin, c, name, 3)
+		p := answer(s.TryAcquire(testCtx(t, 20*time.Second), 1, opts...)).value(t)
 		require.NoError(t, p.Err())
 		return s, p, name
-	}
-	// ends waits (at most within) for p to end and checks its error.
-	ends := func(t *testing.T, p *rlock.Permits, since time.Time, within time.Duration, want error, what string) {
-		t.Helper()
-		select {
-		case <-p.Done():
-			t.Logf("%s: the handle ended %v later: %v", what, time.Since(since).Round(time.Millisecond), p.Err())
-			require.ErrorIs(t, p.Err(), want, what)
-		case <-time.After(within):
-			t.Fatalf("%s: the handle did not end within %v (Err %v)", what, within, p.Err())
-		}
 	}
 
 	t.Run("FixedLeaseRunsOut", func(t *testing.T) {
@@ -479,7 +434,7 @@ func TestExpirablePermitsHandleEnds(t *testing.T) {
 		const lease = 300 * time.Millisecond
 		taken := time.Now()
 		_, p, name := start(t, c, rlock.WithPermitLease(lease))
-		ends(t, p, taken, lease+2*time.Second, rlock.ErrPermitLost, "fixed lease ran out")
+		expEnds(t, p, taken, lease+2*time.Second, rlock.ErrPermitLost, "fixed lease ran out")
 		require.GreaterOrEqual(t, time.Since(taken), lease-20*time.Millisecond, "not before the lease's end")
 		// The lost handle's Release still gives the expired permit back (as
 		// Redisson's tryRelease(id) does), and says it was not held.
@@ -501,9 +456,7 @@ func TestExpirablePermitsHandleEnds(t *testing.T) {
 			require.NoError(t, other.NewExpirableSemaphore(name).Release(context.Background(), p.IDs()[0]))
 		}},
 		{"SemaphoreDeleted", func(t *testing.T, s *rlock.ExpirableSemaphore, _ *rlock.Permits, _ string) {
-			ok, err := s.Delete(context.Background())
-			require.NoError(t, err)
-			require.True(t, ok)
+			answer(s.Delete(context.Background())).is(t, true)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -511,7 +464,7 @@ func TestExpirablePermitsHandleEnds(t *testing.T) {
 			s, p, name := start(t, c)
 			ended := time.Now()
 			tc.end(t, s, p, name)
-			ends(t, p, ended, 2*time.Second, rlock.ErrPermitLost, tc.name)
+			expEnds(t, p, ended, 2*time.Second, rlock.ErrPermitLost, tc.name)
 		})
 	}
 
@@ -520,7 +473,7 @@ func TestExpirablePermitsHandleEnds(t *testing.T) {
 		_, p, name := start(t, c)
 		ctx := testCtx(t, 5*time.Second)
 		require.NoError(t, p.Release(ctx))
-		ends(t, p, time.Now(), time.Millisecond, rlock.ErrReleased, "Release")
+		expEnds(t, p, time.Now(), time.Millisecond, rlock.ErrReleased, "Release")
 		err := p.Release(ctx)
 		require.ErrorIs(t, err, rlock.ErrNoSuchPermit, "a second Release")
 		st := expRead(t, admin, name)
@@ -533,7 +486,7 @@ func TestExpirablePermitsHandleEnds(t *testing.T) {
 		require.NoError(t, err)
 		_, p, name := start(t, c)
 		require.NoError(t, c.Close())
-		ends(t, p, time.Now(), time.Millisecond, rlock.ErrClosed, "Close")
+		expEnds(t, p, time.Now(), time.Millisecond, rlock.ErrClosed, "Close")
 		st := expRead(t, admin, name)
 		require.EqualValues(t, 3, st.available, "Close gave the permit back")
 		require.Empty(t, st.permits)

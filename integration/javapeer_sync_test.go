@@ -264,15 +264,6 @@ if total ~= tonumber(ARGV[1]) then
   redis.call('incrby', KEYS[1], tonumber(ARGV[1]) - total)
   redis.call(ARGV[2], KEYS[2], ARGV[1])
 end`)
-	// K1 = N, K2 = C; A1 = n, A2 = publish command.
-	javaPESTrySetPermits = redis.NewScript(`
-local value = redis.call('get', KEYS[1])
-if value == false then
-  redis.call('set', KEYS[1], ARGV[1])
-  redis.call(ARGV[2], KEYS[2], ARGV[1])
-  return 1
-end
-return 0`)
 	// K1 = N, K2 = C; A1 = d, A2 = publish command. Publishes d when d > 0.
 	javaPESAddPermits = redis.NewScript(`
 local value = redis.call('get', KEYS[1])
@@ -305,9 +296,16 @@ end
 return tonumber(expire) - tonumber(ARGV[3])`)
 )
 
+// javaAcquired is the reply of pesTryAcquire when the ids are held.
+const javaAcquired = "OK"
+
+// javaWaitUntil is the reply of pesTryAcquire that tells its caller the
+// earliest expiry, the epoch ms score, to wait until.
+func javaWaitUntil(score int64) string { return ":" + strconv.FormatInt(score, 10) }
+
 // pesTryAcquire is tryAcquire(ids, lease): lease <= 0 is a permit without
-// lease (score S). It returns the reply as text: "OK" (the ids are held),
-// ":<ms>" (earliest expiry) or "" for nil.
+// lease (score S). It returns the reply as text: javaAcquired ("OK"),
+// javaWaitUntil(earliest expiry) (":<ms>") or "" for nil.
 func (j javaSync) pesTryAcquire(ctx context.Context, name string, lease time.Duration, ids ...[]byte) (string, error) {
 	now := javaNow()
 	expiry := javaNoLease
@@ -365,9 +363,10 @@ func (j javaSync) pesSetPermits(ctx context.Context, name string, n int64) error
 	return evalVoid(javaPESSetPermits.Run(ctx, j.rdb, keys, n, j.publish).Err())
 }
 
+// pesTrySetPermits is trySetPermits(n): RSemaphore's script without a TTL
+// (K1 = N, K2 = C; A1 = n, A2 = publish command: §2.11 and §2.12 agree).
 func (j javaSync) pesTrySetPermits(ctx context.Context, name string, n int64) (bool, error) {
-	keys := []string{name, javaSemaphoreChannel(name)}
-	return javaPESTrySetPermits.Run(ctx, j.rdb, keys, n, j.publish).Bool()
+	return j.semTrySetPermits(ctx, name, n, 0)
 }
 
 func (j javaSync) pesAddPermits(ctx context.Context, name string, d int64) error {

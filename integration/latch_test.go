@@ -5,6 +5,7 @@ package integration
 // CountDown, Delete while awaited, a foreign key at the name.
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/integration/redistest"
 	"github.com/holdfast-go/holdfast/rlock"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
@@ -49,20 +51,49 @@ func syncAwaitParked(t testing.TB, method string, n int) {
 		"%d goroutine(s) waiting in %s expected, %d are", n, method, syncParked(method))
 }
 
+// syncGoParked runs each f on a goroutine (syncGoErr) and returns once all of
+// them are parked in a wait of method.
+func syncGoParked(t testing.TB, method string, fs ...func() error) []<-chan syncGot[struct{}] {
+	t.Helper()
+	base := syncParked(method)
+	gots := make([]<-chan syncGot[struct{}], len(fs))
+	for i, f := range fs {
+		gots[i] = syncGoErr(f)
+	}
+	syncAwaitParked(t, method, base+len(fs))
+	return gots
+}
+
+// latchAwaited sets the latch name to count with setter, starts an Await in
+// each of awaiters (a client may come more than once), and returns once all
+// of them are parked and each of their clients is subscribed to the latch's
+// channel.
+func latchAwaited(t *testing.T, ctx context.Context, admin *redis.Client, setter *rlock.Client, name string, count int64, awaiters ...*rlock.Client) []<-chan syncGot[struct{}] {
+	t.Helper()
+	answer(setter.NewCountDownLatch(name).TrySetCount(ctx, count)).is(t, true)
+	var awaits []func() error
+	clients := map[*rlock.Client]bool{}
+	for _, c := range awaiters {
+		l := c.NewCountDownLatch(name)
+		awaits = append(awaits, func() error { return l.Await(ctx) })
+		clients[c] = true
+	}
+	gots := syncGoParked(t, "(*CountDownLatch).Await", awaits...)
+	syncAwaitSubs(t, admin, syncLatchChannel(name), int64(len(clients)))
+	return gots
+}
+
 // TestLatchInvalidCount: TrySetCount with a count below 1 is
 // ErrInvalidArgument before any round trip, as an empty name is.
 func TestLatchInvalidCount(t *testing.T) {
-	c, calls := syncDeadClient(t)
-	ctx := testCtx(t, 10*time.Second)
-	l := c.NewCountDownLatch(redistest.Name(t))
-	for _, n := range []int64{0, -1, -9} {
-		_, err := l.TrySetCount(ctx, n)
-		syncRequireInvalid(t, err, "TrySetCount")
-	}
-	_, err := c.NewCountDownLatch("").Count(ctx)
-	syncRequireInvalid(t, err, "empty name")
-	syncRequireInvalid(t, c.NewCountDownLatch("").Await(ctx), "Await, empty name")
-	require.Zero(t, calls.calls.Load()+calls.init.Load(), "no round trip was attempted")
+	syncOffline(t, func(ctx context.Context, c *rlock.Client, name string) {
+		l := c.NewCountDownLatch(name)
+		for _, n := range []int64{0, -1, -9} {
+			syncRequireInvalid(t, errOf(l.TrySetCount(ctx, n)), "TrySetCount")
+		}
+		syncRequireInvalid(t, errOf(c.NewCountDownLatch("").Count(ctx)), "empty name")
+		syncRequireInvalid(t, c.NewCountDownLatch("").Await(ctx), "Await, empty name")
+	})
 }
 
 // TestLatchAwaitAtZero: Await returns nil at once on a latch that does not
@@ -75,15 +106,9 @@ func TestLatchAwaitAtZero(t *testing.T) {
 	require.NoError(t, l.Await(ctx), "absent latch")
 	require.NoError(t, l.CountDown(ctx), "CountDown of an absent latch")
 	require.Zero(t, rdb.Exists(ctx, name).Val(), "nothing created")
-	ok, err := l.TrySetCount(ctx, 2)
-	require.NoError(t, err)
-	require.True(t, ok)
-	ok, err = l.TrySetCount(ctx, 5)
-	require.NoError(t, err)
-	require.False(t, ok, "the latch exists")
-	n, err := l.Count(ctx)
-	require.NoError(t, err)
-	require.EqualValues(t, 2, n)
+	answer(l.TrySetCount(ctx, 2)).is(t, true)
+	answer(l.TrySetCount(ctx, 5)).is(t, false, "the latch exists")
+	answer(l.Count(ctx)).is(t, 2)
 	require.NoError(t, l.CountDown(ctx))
 	require.NoError(t, l.CountDown(ctx))
 	require.Zero(t, rdb.Exists(ctx, name).Val(), "deleted at zero")
@@ -106,26 +131,12 @@ func TestLatchAwaitersReleasedTogether(t *testing.T) {
 	cc := newClient(t, srv.Client(t))
 	ctx := testCtx(t, 30*time.Second)
 	name := redistest.Name(t)
+	gots := latchAwaited(t, ctx, admin, cc, name, 3, ca, ca, ca, cb, cb)
+
 	l := cc.NewCountDownLatch(name)
-	ok, err := l.TrySetCount(ctx, 3)
-	require.NoError(t, err)
-	require.True(t, ok)
-
-	const method = "(*CountDownLatch).Await"
-	base := syncParked(method)
-	var gots []<-chan syncGot[struct{}]
-	for _, c := range []*rlock.Client{ca, ca, ca, cb, cb} {
-		lc := c.NewCountDownLatch(name)
-		gots = append(gots, syncGoErr(func() error { return lc.Await(ctx) }))
-	}
-	syncAwaitParked(t, method, base+5)
-	syncAwaitSubs(t, admin, syncLatchChannel(name), 2)
-
 	for want := int64(2); want >= 1; want-- {
 		require.NoError(t, l.CountDown(ctx))
-		n, err := l.Count(ctx)
-		require.NoError(t, err)
-		require.Equal(t, want, n)
+		answer(l.Count(ctx)).is(t, want)
 		for i, g := range gots {
 			syncPending(t, g, fmt.Sprintf("awaiter %d", i))
 		}
@@ -157,34 +168,18 @@ func TestLatchDeleteWhileAwaited(t *testing.T) {
 	cb := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute))
 	ctx := testCtx(t, 30*time.Second)
 	name := redistest.Name(t)
+	gots := latchAwaited(t, ctx, admin, ca, name, 2, ca, ca, cb)
+
 	l := ca.NewCountDownLatch(name)
-	ok, err := l.TrySetCount(ctx, 2)
-	require.NoError(t, err)
-	require.True(t, ok)
-
-	const method = "(*CountDownLatch).Await"
-	base := syncParked(method)
-	var gots []<-chan syncGot[struct{}]
-	for _, c := range []*rlock.Client{ca, ca, cb} {
-		lc := c.NewCountDownLatch(name)
-		gots = append(gots, syncGoErr(func() error { return lc.Await(ctx) }))
-	}
-	syncAwaitParked(t, method, base+3)
-	syncAwaitSubs(t, admin, syncLatchChannel(name), 2)
-
 	deleted := time.Now()
-	ok, err = l.Delete(ctx)
-	require.NoError(t, err)
-	require.True(t, ok)
+	answer(l.Delete(ctx)).is(t, true)
 	for i, g := range gots {
 		got := syncAwait(t, g, 5*time.Second, "awaiter after Delete")
 		require.ErrorIs(t, got.err, rlock.ErrLatchDeleted, "awaiter %d", i)
 		t.Logf("awaiter %d: %v after Delete: %v", i, got.at.Sub(deleted).Round(time.Microsecond), got.err)
 		require.Less(t, got.at.Sub(deleted), 2*time.Second)
 	}
-	ok, err = l.Delete(ctx)
-	require.NoError(t, err)
-	require.False(t, ok, "nothing left to delete")
+	answer(l.Delete(ctx)).is(t, false, "nothing left to delete")
 }
 
 // TestLatchLostMessage: a latch whose key disappears without a message (a
@@ -198,15 +193,8 @@ func TestLatchLostMessage(t *testing.T) {
 	c := newClient(t, srv.Client(t), rlock.WithRecheckInterval(recheck))
 	ctx := testCtx(t, 30*time.Second)
 	name := redistest.Name(t)
-	ok, err := c.NewCountDownLatch(name).TrySetCount(ctx, 1)
-	require.NoError(t, err)
-	require.True(t, ok)
+	got := latchAwaited(t, ctx, admin, c, name, 1, c)[0]
 
-	const method = "(*CountDownLatch).Await"
-	base := syncParked(method)
-	got := syncGoErr(func() error { return c.NewCountDownLatch(name).Await(ctx) })
-	syncAwaitParked(t, method, base+1)
-	syncAwaitSubs(t, admin, syncLatchChannel(name), 1)
 	deleted := time.Now()
 	require.NoError(t, admin.Del(ctx, name).Err()) // no PUBLISH
 	g := syncAwait(t, got, recheck+5*time.Second, "Await after a raw DEL")
@@ -221,28 +209,13 @@ func TestLatchLostMessage(t *testing.T) {
 // at the name, every call fails with ErrWrongType (Await at once) and the key
 // stays as it was.
 func TestLatchWrongType(t *testing.T) {
-	for _, fk := range syncForeignKeys {
-		t.Run(strings.ReplaceAll(fk.name, " ", "_"), func(t *testing.T) {
-			rdb, c, name := setup(t)
-			ctx := testCtx(t, 20*time.Second)
-			check := syncForeign(t, rdb, name, fk.put)
-			l := c.NewCountDownLatch(name)
-			calls := []struct {
-				what string
-				f    func() error
-			}{
-				{"TrySetCount", func() error { _, err := l.TrySetCount(ctx, 2); return err }},
-				{"CountDown", func() error { return l.CountDown(ctx) }},
-				{"Count", func() error { _, err := l.Count(ctx); return err }},
-				{"Await", func() error { return l.Await(ctx) }},
-			}
-			for _, call := range calls {
-				start := time.Now()
-				err := call.f()
-				require.ErrorIs(t, err, rlock.ErrWrongType, call.what)
-				require.Less(t, time.Since(start), 3*time.Second, "%s failed at once", call.what)
-				check(call.what)
-			}
-		})
-	}
+	syncRequireWrongType(t, func(ctx context.Context, c *rlock.Client, name string) []syncCall {
+		l := c.NewCountDownLatch(name)
+		return []syncCall{
+			{"TrySetCount", func() error { return errOf(l.TrySetCount(ctx, 2)) }},
+			{"CountDown", func() error { return l.CountDown(ctx) }},
+			{"Count", func() error { return errOf(l.Count(ctx)) }},
+			{"Await", func() error { return l.Await(ctx) }},
+		}
+	})
 }

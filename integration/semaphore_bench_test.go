@@ -26,11 +26,9 @@ func semCycles(tb testing.TB, rdb *redis.Client, c *rlock.Client) []semCycle {
 	name := redistest.Name(tb)
 	m := c.NewMutex(name + ":mutex")
 	sem := c.NewSemaphore(name + ":sem")
-	_, err := sem.TrySetPermits(ctx, 4, 0)
-	require.NoError(tb, err)
+	require.NoError(tb, errOf(sem.TrySetPermits(ctx, 4, 0)))
 	pes := c.NewExpirableSemaphore(name + ":pes")
-	_, err = pes.TrySetPermits(ctx, 4)
-	require.NoError(tb, err)
+	require.NoError(tb, errOf(pes.TrySetPermits(ctx, 4)))
 	pesCycle := func(opts ...rlock.PermitOption) func(context.Context) error {
 		return func(ctx context.Context) error {
 			p, err := pes.Acquire(ctx, 1, opts...)
@@ -42,13 +40,7 @@ func semCycles(tb testing.TB, rdb *redis.Client, c *rlock.Client) []semCycle {
 	}
 	return []semCycle{
 		{"Ping", func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
-		{"MutexLockUnlock", func(ctx context.Context) error {
-			l, err := m.Lock(ctx)
-			if err != nil {
-				return err
-			}
-			return l.Unlock(ctx)
-		}},
+		{"MutexLockUnlock", func(ctx context.Context) error { return lockerCycle(ctx, m) }},
 		{"SemaphoreAcquireRelease", func(ctx context.Context) error {
 			if err := sem.Acquire(ctx, 1); err != nil {
 				return err
@@ -73,25 +65,31 @@ func BenchmarkSemaphoreCycle(b *testing.B) {
 	rdb.AddHook(rt)
 	c := newClient(b, rdb)
 	admin := srv.Client(b)
-	ctx := context.Background()
 	for _, cy := range semCycles(b, rdb, c) {
-		b.Run(cy.name, func(b *testing.B) {
-			require.NoError(b, cy.op(ctx)) // load the scripts
-			rt.n.Store(0)
-			calls0 := serverCalls(b, admin)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				if err := cy.op(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			calls := serverCalls(b, admin) - calls0 - 1 // minus the INFO itself
-			b.ReportMetric(float64(rt.n.Load())/float64(b.N), "roundtrips/op")
-			b.ReportMetric(float64(calls)/float64(b.N), "servercmds/op")
-		})
+		b.Run(cy.name, func(b *testing.B) { benchCycle(b, rt, admin, cy.op) })
 	}
+}
+
+// benchCycle measures op, an uncontended cycle made on a client that rt
+// counts, after one run to load its scripts: ns/op and allocations, client
+// round trips and server commands per op (INFO commandstats read with admin,
+// scripts' inner commands included).
+func benchCycle(b *testing.B, rt *roundTrips, admin *redis.Client, op func(context.Context) error) {
+	ctx := context.Background()
+	require.NoError(b, op(ctx)) // load the scripts
+	rt.n.Store(0)
+	calls0 := serverCalls(b, admin)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := op(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	calls := serverCalls(b, admin) - calls0 - 1 // minus the INFO itself
+	b.ReportMetric(float64(rt.n.Load())/float64(b.N), "roundtrips/op")
+	b.ReportMetric(float64(calls)/float64(b.N), "servercmds/op")
 }
 
 // BenchmarkSemaphoreVsPing runs every cycle of semCycles once per iteration,

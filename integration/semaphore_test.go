@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -208,30 +209,177 @@ func syncForeign(t *testing.T, rdb *redis.Client, key string, put func(context.C
 	}
 }
 
+// answerOf is a call's reply, value and error, kept for a check on one line:
+// answer(l.Count(ctx)).is(t, 2).
+type answerOf[T any] struct {
+	v   T
+	err error
+}
+
+// answer keeps the reply of a call that returns a value and an error.
+func answer[T any](v T, err error) answerOf[T] { return answerOf[T]{v, err} }
+
+// is requires the reply to be want, without error.
+func (a answerOf[T]) is(t testing.TB, want T, msgAndArgs ...any) {
+	t.Helper()
+	require.NoError(t, a.err, msgAndArgs...)
+	require.Equal(t, want, a.v, msgAndArgs...)
+}
+
+// value requires the reply to have no error and returns its value.
+func (a answerOf[T]) value(t testing.TB, msgAndArgs ...any) T {
+	t.Helper()
+	require.NoError(t, a.err, msgAndArgs...)
+	return a.v
+}
+
+// errOf is the error of a call that returns a value and an error.
+func errOf[T any](_ T, err error) error { return err }
+
+// syncKind is one of the two semaphore kinds, for the tests that run on both.
+type syncKind struct {
+	name string // in key names and workers' output: "sem", "pes"
+	kind string // the type's name, in subtests and messages
+	// set is TrySetPermits(n), without TTL.
+	set func(ctx context.Context, c *rlock.Client, name string, n int64) (bool, error)
+	// acquire takes n permits with Acquire and returns how to give them back.
+	acquire func(ctx context.Context, c *rlock.Client, name string, n int64) (func(context.Context) error, error)
+	// try is acquire by TryAcquire with a wait time.
+	try func(ctx context.Context, c *rlock.Client, name string, n int64, wait time.Duration) (func(context.Context) error, error)
+}
+
+// method is the waiting method, as syncParked finds it in a stack.
+func (k syncKind) method() string { return "(*" + k.kind + ").Acquire" }
+
+// cycle takes n permits with Acquire and gives them back.
+func (k syncKind) cycle(ctx context.Context, c *rlock.Client, name string, n int64) error {
+	release, err := k.acquire(ctx, c, name, n)
+	if err != nil {
+		return err
+	}
+	return release(ctx)
+}
+
+// syncSemBack returns how to give back the n permits of s that a call
+// ending with err took.
+func syncSemBack(s *rlock.Semaphore, n int64, err error) (func(context.Context) error, error) {
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error { return s.Release(ctx, n) }, nil
+}
+
+// syncPermitsBack returns how to give back the permits p, asked for n, that
+// an ExpirableSemaphore's call ending with err took, after checking their ids.
+func syncPermitsBack(p *rlock.Permits, err error, n int64) (func(context.Context) error, error) {
+	if err != nil {
+		return nil, err
+	}
+	if len(p.IDs()) != int(n) {
+		return nil, fmt.Errorf("acquired %d ids for %d permits: %v", len(p.IDs()), n, p.IDs())
+	}
+	return p.Release, nil
+}
+
+var syncKinds = []syncKind{
+	{
+		name: "sem", kind: "Semaphore",
+		set: func(ctx context.Context, c *rlock.Client, name string, n int64) (bool, error) {
+			return c.NewSemaphore(name).TrySetPermits(ctx, n, 0)
+		},
+		acquire: func(ctx context.Context, c *rlock.Client, name string, n int64) (func(context.Context) error, error) {
+			s := c.NewSemaphore(name)
+			return syncSemBack(s, n, s.Acquire(ctx, n))
+		},
+		try: func(ctx context.Context, c *rlock.Client, name string, n int64, wait time.Duration) (func(context.Context) error, error) {
+			s := c.NewSemaphore(name)
+			return syncSemBack(s, n, s.TryAcquire(ctx, n, rlock.WithWaitTime(wait)))
+		},
+	},
+	{
+		name: "pes", kind: "ExpirableSemaphore",
+		set: func(ctx context.Context, c *rlock.Client, name string, n int64) (bool, error) {
+			return c.NewExpirableSemaphore(name).TrySetPermits(ctx, n)
+		},
+		acquire: func(ctx context.Context, c *rlock.Client, name string, n int64) (func(context.Context) error, error) {
+			p, err := c.NewExpirableSemaphore(name).Acquire(ctx, n)
+			return syncPermitsBack(p, err, n)
+		},
+		try: func(ctx context.Context, c *rlock.Client, name string, n int64, wait time.Duration) (func(context.Context) error, error) {
+			p, err := c.NewExpirableSemaphore(name).TryAcquire(ctx, n, rlock.WithWaitTime(wait))
+			return syncPermitsBack(p, err, n)
+		},
+	},
+}
+
+// syncOffline runs refuse on a fresh name, with a client whose server is gone
+// (syncDeadClient), and then checks that none of its calls tried a round trip.
+func syncOffline(t *testing.T, refuse func(ctx context.Context, c *rlock.Client, name string)) {
+	t.Helper()
+	c, calls := syncDeadClient(t)
+	refuse(testCtx(t, 10*time.Second), c, redistest.Name(t))
+	require.Zero(t, calls.calls.Load()+calls.init.Load(), "no round trip was attempted")
+}
+
+// syncEachKind runs f as a subtest for each semaphore kind, with a fresh
+// name, a client whose waiters re-check only once a minute (so that only a
+// message wakes them in time) and another client.
+func syncEachKind(t *testing.T, f func(t *testing.T, ctx context.Context, k syncKind, waiter, other *rlock.Client, name string)) {
+	srv := redistest.Shared(t)
+	waiter := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute))
+	other := newClient(t, srv.Client(t))
+	for _, k := range syncKinds {
+		t.Run(k.kind, func(t *testing.T) { f(t, testCtx(t, 30*time.Second), k, waiter, other, redistest.Name(t)) })
+	}
+}
+
+// syncCall is one call of a synchronizer, reduced to its error.
+type syncCall struct {
+	what string
+	f    func() error
+}
+
+// syncRequireWrongType puts each of syncForeignKeys at a fresh name (a subtest
+// each) and requires every call that calls returns for that name to fail at
+// once with ErrWrongType, leaving the foreign key as it was and writing no
+// permit zset.
+func syncRequireWrongType(t *testing.T, calls func(ctx context.Context, c *rlock.Client, name string) []syncCall) {
+	for _, fk := range syncForeignKeys {
+		t.Run(strings.ReplaceAll(fk.name, " ", "_"), func(t *testing.T) {
+			rdb, c, name := setup(t)
+			ctx := testCtx(t, 20*time.Second)
+			check := syncForeign(t, rdb, name, fk.put)
+			for _, call := range calls(ctx, c, name) {
+				start := time.Now()
+				err := call.f()
+				require.ErrorIs(t, err, rlock.ErrWrongType, call.what)
+				require.Less(t, time.Since(start), 3*time.Second, "%s failed at once", call.what)
+				check(call.what)
+				require.Zero(t, syncZCard(t, rdb, syncTimeoutKey(name)), "%s wrote no permit", call.what)
+			}
+		})
+	}
+}
+
 // TestSemaphoreInvalidCounts: negative and zero counts are ErrInvalidArgument
 // for every call that acquires or releases, and so are a negative initial
 // count, TTL or wait time, all before any round trip: the client points at a
 // closed port and its hook sees nothing.
 func TestSemaphoreInvalidCounts(t *testing.T) {
-	c, calls := syncDeadClient(t)
-	ctx := testCtx(t, 10*time.Second)
-	s := c.NewSemaphore(redistest.Name(t))
-	for _, n := range []int64{0, -1, -7} {
-		syncRequireInvalid(t, s.Acquire(ctx, n), "Acquire("+strconv.FormatInt(n, 10)+")")
-		syncRequireInvalid(t, s.TryAcquire(ctx, n), "TryAcquire")
-		syncRequireInvalid(t, s.TryAcquire(ctx, n, rlock.WithWaitTime(time.Second)), "TryAcquire with wait")
-		syncRequireInvalid(t, s.Release(ctx, n), "Release")
-		_, err := s.ReleaseIfExists(ctx, n)
-		syncRequireInvalid(t, err, "ReleaseIfExists")
-	}
-	_, err := s.TrySetPermits(ctx, -1, 0)
-	syncRequireInvalid(t, err, "TrySetPermits(-1)")
-	_, err = s.TrySetPermits(ctx, 3, -time.Second)
-	syncRequireInvalid(t, err, "TrySetPermits with a negative TTL")
-	syncRequireInvalid(t, s.TryAcquire(ctx, 1, rlock.WithWaitTime(-time.Second)), "TryAcquire with a negative wait")
-	_, err = c.NewSemaphore("").AvailablePermits(ctx)
-	syncRequireInvalid(t, err, "empty name")
-	require.Zero(t, calls.calls.Load()+calls.init.Load(), "no round trip was attempted")
+	syncOffline(t, func(ctx context.Context, c *rlock.Client, name string) {
+		s := c.NewSemaphore(name)
+		for _, n := range []int64{0, -1, -7} {
+			syncRequireInvalid(t, s.Acquire(ctx, n), "Acquire("+strconv.FormatInt(n, 10)+")")
+			syncRequireInvalid(t, s.TryAcquire(ctx, n), "TryAcquire")
+			syncRequireInvalid(t, s.TryAcquire(ctx, n, rlock.WithWaitTime(time.Second)), "TryAcquire with wait")
+			syncRequireInvalid(t, s.Release(ctx, n), "Release")
+			syncRequireInvalid(t, errOf(s.ReleaseIfExists(ctx, n)), "ReleaseIfExists")
+		}
+		syncRequireInvalid(t, errOf(s.TrySetPermits(ctx, -1, 0)), "TrySetPermits(-1)")
+		syncRequireInvalid(t, errOf(s.TrySetPermits(ctx, 3, -time.Second)), "TrySetPermits with a negative TTL")
+		syncRequireInvalid(t, s.TryAcquire(ctx, 1, rlock.WithWaitTime(-time.Second)), "TryAcquire with a negative wait")
+		syncRequireInvalid(t, errOf(c.NewSemaphore("").AvailablePermits(ctx)), "empty name")
+	})
 }
 
 // TestSemaphoreInvalidCountsChangeNothing: the same refusals on a live server leave
@@ -240,9 +388,7 @@ func TestSemaphoreInvalidCountsChangeNothing(t *testing.T) {
 	rdb, c, name := setup(t)
 	ctx := testCtx(t, 10*time.Second)
 	s := c.NewSemaphore(name)
-	ok, err := s.TrySetPermits(ctx, 2, 0)
-	require.NoError(t, err)
-	require.True(t, ok)
+	answer(s.TrySetPermits(ctx, 2, 0)).is(t, true)
 	syncRequireInvalid(t, s.TryAcquire(ctx, 0), "TryAcquire(0)")
 	syncRequireInvalid(t, s.Release(ctx, 0), "Release(0)")
 	syncRequireInvalid(t, s.Release(ctx, -2), "Release(-2)")
@@ -270,38 +416,21 @@ func TestSemaphoreNeverInitialised(t *testing.T) {
 		waiter := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute))
 		setter := newClient(t, srv.Client(t))
 		ctx := testCtx(t, 30*time.Second)
-
-		name := redistest.Name(t)
-		base := syncParked("(*Semaphore).Acquire")
-		got := syncGoErr(func() error { return waiter.NewSemaphore(name).Acquire(ctx, 2) })
-		syncAwaitParked(t, "(*Semaphore).Acquire", base+1)
-		syncAwaitSubs(t, admin, syncSemChannel(name), 1)
-		syncPending(t, got, "Acquire on a semaphore without key")
-		set := time.Now()
-		ok, err := setter.NewSemaphore(name).TrySetPermits(ctx, 3, 0)
-		require.NoError(t, err)
-		require.True(t, ok)
-		g := syncAwait(t, got, 5*time.Second, "Acquire after TrySetPermits")
-		require.NoError(t, g.err)
-		t.Logf("Semaphore: waiter acquired %v after TrySetPermits in another client", g.at.Sub(set).Round(time.Millisecond))
-		v, _ := syncGet(t, admin, name)
-		require.EqualValues(t, 1, v)
-
-		name = redistest.Name(t)
-		base = syncParked("(*ExpirableSemaphore).Acquire")
-		gotP := syncGo(func() (*rlock.Permits, error) { return waiter.NewExpirableSemaphore(name).Acquire(ctx, 2) })
-		syncAwaitParked(t, "(*ExpirableSemaphore).Acquire", base+1)
-		syncAwaitSubs(t, admin, syncSemChannel(name), 1)
-		syncPending(t, gotP, "ExpirableSemaphore.Acquire without key")
-		set = time.Now()
-		ok, err = setter.NewExpirableSemaphore(name).TrySetPermits(ctx, 2)
-		require.NoError(t, err)
-		require.True(t, ok)
-		gp := syncAwait(t, gotP, 5*time.Second, "ExpirableSemaphore.Acquire after TrySetPermits")
-		require.NoError(t, gp.err)
-		require.Len(t, gp.v.IDs(), 2)
-		t.Logf("ExpirableSemaphore: waiter acquired %v after TrySetPermits in another client", gp.at.Sub(set).Round(time.Millisecond))
-		require.NoError(t, gp.v.Release(ctx))
+		for _, k := range syncKinds {
+			name := redistest.Name(t)
+			var release func(context.Context) error
+			got := syncGoParked(t, k.method(), func() (err error) { release, err = k.acquire(ctx, waiter, name, 2); return err })[0]
+			syncAwaitSubs(t, admin, syncSemChannel(name), 1)
+			syncPending(t, got, k.kind+".Acquire on a semaphore without key")
+			set := time.Now()
+			answer(k.set(ctx, setter, name, 3)).is(t, true)
+			g := syncAwait(t, got, 5*time.Second, k.kind+".Acquire after TrySetPermits")
+			require.NoError(t, g.err)
+			t.Logf("%s: waiter acquired %v after TrySetPermits in another client", k.kind, g.at.Sub(set).Round(time.Millisecond))
+			v, _ := syncGet(t, admin, name)
+			require.EqualValues(t, 1, v)
+			require.NoError(t, release(ctx))
+		}
 	})
 
 	t.Run("RawSetWithinRecheck", func(t *testing.T) {
@@ -310,32 +439,18 @@ func TestSemaphoreNeverInitialised(t *testing.T) {
 		admin := srv.Client(t)
 		waiter := newClient(t, srv.Client(t), rlock.WithRecheckInterval(recheck))
 		ctx := testCtx(t, 30*time.Second)
-		for _, kind := range []string{"Semaphore", "ExpirableSemaphore"} {
+		for _, k := range syncKinds {
 			name := redistest.Name(t)
-			method := "(*" + kind + ").Acquire"
-			base := syncParked(method)
-			var got <-chan syncGot[struct{}]
-			if kind == "Semaphore" {
-				got = syncGoErr(func() error { return waiter.NewSemaphore(name).Acquire(ctx, 1) })
-			} else {
-				got = syncGoErr(func() error {
-					p, err := waiter.NewExpirableSemaphore(name).Acquire(ctx, 1)
-					if err == nil {
-						err = p.Release(ctx)
-					}
-					return err
-				})
-			}
-			syncAwaitParked(t, method, base+1)
+			got := syncGoParked(t, k.method(), func() error { return k.cycle(ctx, waiter, name, 1) })[0]
 			syncAwaitSubs(t, admin, syncSemChannel(name), 1)
-			syncPending(t, got, kind+".Acquire without key")
+			syncPending(t, got, k.kind+".Acquire without key")
 			set := time.Now()
 			require.NoError(t, admin.Set(ctx, name, 1, 0).Err()) // no PUBLISH: the message is "lost"
-			g := syncAwait(t, got, recheck+5*time.Second, kind+".Acquire after a raw SET")
+			g := syncAwait(t, got, recheck+5*time.Second, k.kind+".Acquire after a raw SET")
 			require.NoError(t, g.err)
 			took := g.at.Sub(set)
 			t.Logf("%s: lost message (raw SET, no publish): waiter acquired %v after the SET (re-check interval %v)",
-				kind, took.Round(time.Millisecond), recheck)
+				k.kind, took.Round(time.Millisecond), recheck)
 			require.Less(t, took, recheck+2*time.Second, "bounded by the re-check interval")
 		}
 	})
@@ -345,35 +460,20 @@ func TestSemaphoreNeverInitialised(t *testing.T) {
 // integer at the name, every call fails with ErrWrongType (a waiting Acquire
 // at once, not after a wait) and the key stays as it was.
 func TestSemaphoreWrongType(t *testing.T) {
-	for _, fk := range syncForeignKeys {
-		t.Run(strings.ReplaceAll(fk.name, " ", "_"), func(t *testing.T) {
-			rdb, c, name := setup(t)
-			ctx := testCtx(t, 20*time.Second)
-			check := syncForeign(t, rdb, name, fk.put)
-			s := c.NewSemaphore(name)
-			calls := []struct {
-				what string
-				f    func() error
-			}{
-				{"TryAcquire", func() error { return s.TryAcquire(ctx, 1) }},
-				{"TryAcquire with wait", func() error { return s.TryAcquire(ctx, 1, rlock.WithWaitTime(5*time.Second)) }},
-				{"Acquire", func() error { return s.Acquire(ctx, 1) }},
-				{"Release", func() error { return s.Release(ctx, 1) }},
-				{"ReleaseIfExists", func() error { _, err := s.ReleaseIfExists(ctx, 1); return err }},
-				{"TrySetPermits", func() error { _, err := s.TrySetPermits(ctx, 1, 0); return err }},
-				{"AddPermits", func() error { return s.AddPermits(ctx, 1) }},
-				{"AvailablePermits", func() error { _, err := s.AvailablePermits(ctx); return err }},
-				{"DrainPermits", func() error { _, err := s.DrainPermits(ctx); return err }},
-			}
-			for _, call := range calls {
-				start := time.Now()
-				err := call.f()
-				require.ErrorIs(t, err, rlock.ErrWrongType, call.what)
-				require.Less(t, time.Since(start), 3*time.Second, "%s failed at once", call.what)
-				check(call.what)
-			}
-		})
-	}
+	syncRequireWrongType(t, func(ctx context.Context, c *rlock.Client, name string) []syncCall {
+		s := c.NewSemaphore(name)
+		return []syncCall{
+			{"TryAcquire", func() error { return s.TryAcquire(ctx, 1) }},
+			{"TryAcquire with wait", func() error { return s.TryAcquire(ctx, 1, rlock.WithWaitTime(5*time.Second)) }},
+			{"Acquire", func() error { return s.Acquire(ctx, 1) }},
+			{"Release", func() error { return s.Release(ctx, 1) }},
+			{"ReleaseIfExists", func() error { return errOf(s.ReleaseIfExists(ctx, 1)) }},
+			{"TrySetPermits", func() error { return errOf(s.TrySetPermits(ctx, 1, 0)) }},
+			{"AddPermits", func() error { return s.AddPermits(ctx, 1) }},
+			{"AvailablePermits", func() error { return errOf(s.AvailablePermits(ctx)) }},
+			{"DrainPermits", func() error { return errOf(s.DrainPermits(ctx)) }},
+		}
+	})
 }
 
 // TestSemaphoreReleaseWakesAsMany: five waiters of one client wait for one
@@ -383,97 +483,72 @@ func TestSemaphoreWrongType(t *testing.T) {
 // leave the others for a minute. Both kinds (ExpirableSemaphore's release of a
 // 3-id handle publishes 3, its delta).
 func TestSemaphoreReleaseWakesAsMany(t *testing.T) {
-	srv := redistest.Shared(t)
-	admin := srv.Client(t)
-	waiter := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute))
-	other := newClient(t, srv.Client(t))
-	for _, kind := range []string{"Semaphore", "ExpirableSemaphore"} {
-		t.Run(kind, func(t *testing.T) {
-			ctx := testCtx(t, 30*time.Second)
-			name := redistest.Name(t)
-			method := "(*" + kind + ").Acquire"
-			var release func(n int64) error
-			var wait func() error
-			if kind == "Semaphore" {
-				ok, err := other.NewSemaphore(name).TrySetPermits(ctx, 0, 0)
-				require.NoError(t, err)
-				require.True(t, ok)
-				release = func(n int64) error { return other.NewSemaphore(name).Release(ctx, n) }
-				wait = func() error { return waiter.NewSemaphore(name).Acquire(ctx, 1) }
-			} else {
-				s := other.NewExpirableSemaphore(name)
-				ok, err := s.TrySetPermits(ctx, 5)
-				require.NoError(t, err)
-				require.True(t, ok)
-				three, err := s.TryAcquire(ctx, 3)
-				require.NoError(t, err)
-				two, err := s.TryAcquire(ctx, 2)
-				require.NoError(t, err)
-				release = func(n int64) error {
-					if n == 3 {
-						return three.Release(ctx)
-					}
-					return two.Release(ctx)
-				}
-				var mu sync.Mutex
-				var got []*rlock.Permits
-				t.Cleanup(func() {
-					mu.Lock()
-					defer mu.Unlock()
-					for _, p := range got {
-						_ = p.Release(context.Background())
-					}
-				})
-				wait = func() error {
-					p, err := waiter.NewExpirableSemaphore(name).Acquire(ctx, 1)
-					if err == nil {
-						mu.Lock()
-						got = append(got, p)
-						mu.Unlock()
-					}
-					return err
-				}
-			}
-			base := syncParked(method)
-			done := make(chan time.Time, 5)
-			for range 5 {
-				go func() {
-					if err := wait(); err != nil {
-						t.Error(err)
-					}
-					done <- time.Now()
-				}()
-			}
-			syncAwaitParked(t, method, base+5)
-			syncAwaitSubs(t, admin, syncSemChannel(name), 1)
-
-			for _, n := range []int64{3, 2} {
-				released := time.Now()
-				require.NoError(t, release(n))
-				var slowest time.Duration
-				for i := range n {
-					select {
-					case at := <-done:
-						slowest = max(slowest, at.Sub(released))
-					case <-time.After(5 * time.Second):
-						t.Fatalf("release of %d: only %d waiter(s) got in within 5 s", n, i)
-					}
-				}
-				t.Logf("release of %d permits: %d waiters in, the last %v after the release", n, n, slowest.Round(time.Microsecond))
-				require.Less(t, slowest, 2*time.Second, "woken by the release, not by a re-check")
-				v, _ := syncGet(t, admin, name)
-				require.Zero(t, v, "every released permit was taken")
-				if n == 3 {
-					require.Equal(t, base+2, syncParked(method), "two waiters still wait")
-					select {
-					case <-done:
-						t.Fatal("a fourth waiter got in with 3 permits released")
-					default:
-					}
-				}
+	syncEachKind(t, func(t *testing.T, ctx context.Context, k syncKind, waiter, other *rlock.Client, name string) {
+		admin := redistest.Shared(t).Client(t)
+		method := k.method()
+		// The other client holds all 5 permits, as a hold of 3 and one of 2.
+		answer(k.set(ctx, other, name, 5)).is(t, true)
+		release := map[int64]func(context.Context) error{
+			3: answer(k.acquire(ctx, other, name, 3)).value(t),
+			2: answer(k.acquire(ctx, other, name, 2)).value(t),
+		}
+		var mu sync.Mutex
+		var got []func(context.Context) error
+		t.Cleanup(func() {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, back := range got {
+				_ = back(context.Background())
 			}
 		})
-	}
+		wait := func() error {
+			back, err := k.acquire(ctx, waiter, name, 1)
+			if err == nil {
+				mu.Lock()
+				got = append(got, back)
+				mu.Unlock()
+			}
+			return err
+		}
+		base := syncParked(method)
+		done := make(chan time.Time, 5)
+		for range 5 {
+			go func() {
+				if err := wait(); err != nil {
+					t.Error(err)
+				}
+				done <- time.Now()
+			}()
+		}
+		syncAwaitParked(t, method, base+5)
+		syncAwaitSubs(t, admin, syncSemChannel(name), 1)
+
+		for _, n := range []int64{3, 2} {
+			released := time.Now()
+			require.NoError(t, release[n](ctx))
+			var slowest time.Duration
+			for i := range n {
+				select {
+				case at := <-done:
+					slowest = max(slowest, at.Sub(released))
+				case <-time.After(5 * time.Second):
+					t.Fatalf("release of %d: only %d waiter(s) got in within 5 s", n, i)
+				}
+			}
+			t.Logf("release of %d permits: %d waiters in, the last %v after the release", n, n, slowest.Round(time.Microsecond))
+			require.Less(t, slowest, 2*time.Second, "woken by the release, not by a re-check")
+			v, _ := syncGet(t, admin, name)
+			require.Zero(t, v, "every released permit was taken")
+			if n == 3 {
+				require.Equal(t, base+2, syncParked(method), "two waiters still wait")
+				select {
+				case <-done:
+					t.Fatal("a fourth waiter got in with 3 permits released")
+				default:
+				}
+			}
+		}
+	})
 }
 
 // TestSemaphoreWaitTime: TryAcquire with WithWaitTime fails with
@@ -482,59 +557,38 @@ func TestSemaphoreReleaseWakesAsMany(t *testing.T) {
 // during the wait; for both kinds.
 func TestSemaphoreWaitTime(t *testing.T) {
 	const wait = 400 * time.Millisecond
-	srv := redistest.Shared(t)
-	c := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute))
-	other := newClient(t, srv.Client(t))
-	for _, kind := range []string{"Semaphore", "ExpirableSemaphore"} {
-		t.Run(kind, func(t *testing.T) {
-			ctx := testCtx(t, 30*time.Second)
-			name := redistest.Name(t)
-			var try func(ctx context.Context) error
-			var release func() error
-			if kind == "Semaphore" {
-				_, err := other.NewSemaphore(name).TrySetPermits(ctx, 0, 0)
-				require.NoError(t, err)
-				try = func(ctx context.Context) error {
-					return c.NewSemaphore(name).TryAcquire(ctx, 1, rlock.WithWaitTime(wait))
-				}
-				release = func() error { return other.NewSemaphore(name).Release(ctx, 1) }
-			} else {
-				s := other.NewExpirableSemaphore(name)
-				_, err := s.TrySetPermits(ctx, 1)
-				require.NoError(t, err)
-				p, err := s.TryAcquire(ctx, 1)
-				require.NoError(t, err)
-				try = func(ctx context.Context) error {
-					q, err := c.NewExpirableSemaphore(name).TryAcquire(ctx, 1, rlock.WithWaitTime(wait))
-					if err == nil {
-						err = q.Release(ctx)
-					}
-					return err
-				}
-				release = func() error { return p.Release(ctx) }
+	syncEachKind(t, func(t *testing.T, ctx context.Context, k syncKind, c, other *rlock.Client, name string) {
+		// The other client holds the only permit.
+		answer(k.set(ctx, other, name, 1)).is(t, true)
+		release := answer(k.acquire(ctx, other, name, 1)).value(t)
+		try := func(ctx context.Context) error {
+			back, err := k.try(ctx, c, name, 1, wait)
+			if err == nil {
+				err = back(ctx)
 			}
+			return err
+		}
 
-			start := time.Now()
-			err := try(ctx)
-			took := time.Since(start)
-			require.ErrorIs(t, err, rlock.ErrNotAcquired)
-			require.GreaterOrEqual(t, took, wait, "gave up before its wait time")
-			require.Less(t, took, wait+time.Second)
+		start := time.Now()
+		err := try(ctx)
+		took := time.Since(start)
+		require.ErrorIs(t, err, rlock.ErrNotAcquired)
+		require.GreaterOrEqual(t, took, wait, "gave up before its wait time")
+		require.Less(t, took, wait+time.Second)
 
-			short, cancel := context.WithTimeout(ctx, wait/4)
-			defer cancel()
-			err = try(short)
-			require.ErrorIs(t, err, rlock.ErrNotAcquired)
-			require.ErrorIs(t, err, context.DeadlineExceeded)
+		short, cancel := context.WithTimeout(ctx, wait/4)
+		defer cancel()
+		err = try(short)
+		require.ErrorIs(t, err, rlock.ErrNotAcquired)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
 
-			got := syncGoErr(func() error { return try(ctx) })
-			syncAwaitSubs(t, srv.Client(t), syncSemChannel(name), 1)
-			released := time.Now()
-			require.NoError(t, release())
-			g := syncAwait(t, got, 5*time.Second, "TryAcquire with a release during its wait")
-			require.NoError(t, g.err)
-			t.Logf("%s: wait time %v: gave up after %v; with a release during the wait, acquired %v after it",
-				kind, wait, took.Round(time.Millisecond), g.at.Sub(released).Round(time.Microsecond))
-		})
-	}
+		got := syncGoErr(func() error { return try(ctx) })
+		syncAwaitSubs(t, redistest.Shared(t).Client(t), syncSemChannel(name), 1)
+		released := time.Now()
+		require.NoError(t, release(ctx))
+		g := syncAwait(t, got, 5*time.Second, "TryAcquire with a release during its wait")
+		require.NoError(t, g.err)
+		t.Logf("%s: wait time %v: gave up after %v; with a release during the wait, acquired %v after it",
+			k.kind, wait, took.Round(time.Millisecond), g.at.Sub(released).Round(time.Microsecond))
+	})
 }

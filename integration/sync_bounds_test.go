@@ -7,7 +7,6 @@ package integration
 // another one (docs/design.md, "Waiting, and the bound of every wait").
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -24,15 +23,10 @@ func TestSyncWaitBoundedByFixedLease(t *testing.T) {
 			if !same {
 				waiter = newClient(t, admin, rlock.WithRecheckInterval(time.Minute))
 			}
-			t.Cleanup(func() { _ = admin.Del(context.Background(), name, syncTimeoutKey(name)).Err() })
-			s := holder.NewExpirableSemaphore(name)
-			ok, err := s.TrySetPermits(ctx, 1)
-			require.NoError(t, err)
-			require.True(t, ok)
+			s := expSemaphore(t, admin, holder, name, 1)
 
 			const lease = 700 * time.Millisecond
-			held, err := s.Acquire(ctx, 1, rlock.WithPermitLease(lease))
-			require.NoError(t, err)
+			held := answer(s.Acquire(ctx, 1, rlock.WithPermitLease(lease))).value(t)
 			taken := time.Now()
 
 			got := syncGo(func() (*rlock.Permits, error) { return waiter.NewExpirableSemaphore(name).Acquire(ctx, 1) })

@@ -34,13 +34,20 @@ type syncWaitCase struct {
 	after func(t *testing.T, rdb redis.Cmdable, name string)
 }
 
+// start prepares the object name with o and starts the wait in w; it returns
+// once the wait is parked, with the call that ends it.
+func (tc syncWaitCase) start(t *testing.T, ctx context.Context, o, w *rlock.Client, name string) (end func() error, got <-chan syncGot[struct{}]) {
+	t.Helper()
+	end = tc.prepare(t, ctx, o, name)
+	got = syncGoParked(t, tc.method, func() error { return tc.wait(ctx, w, name) })[0]
+	return end, got
+}
+
 var syncWaitCases = []syncWaitCase{
 	{
 		name: "Semaphore", channel: syncSemChannel, method: "(*Semaphore).Acquire",
 		prepare: func(t *testing.T, ctx context.Context, o *rlock.Client, name string) func() error {
-			ok, err := o.NewSemaphore(name).TrySetPermits(ctx, 0, 0)
-			require.NoError(t, err)
-			require.True(t, ok)
+			answer(o.NewSemaphore(name).TrySetPermits(ctx, 0, 0)).is(t, true)
 			return func() error { return o.NewSemaphore(name).Release(ctx, 1) }
 		},
 		wait: func(ctx context.Context, w *rlock.Client, name string) error {
@@ -59,11 +66,8 @@ var syncWaitCases = []syncWaitCase{
 		name: "ExpirableSemaphore", channel: syncSemChannel, method: "(*ExpirableSemaphore).Acquire",
 		prepare: func(t *testing.T, ctx context.Context, o *rlock.Client, name string) func() error {
 			s := o.NewExpirableSemaphore(name)
-			ok, err := s.TrySetPermits(ctx, 1)
-			require.NoError(t, err)
-			require.True(t, ok)
-			p, err := s.TryAcquire(ctx, 1) // watchdog-leased: does not expire during the test
-			require.NoError(t, err)
+			answer(s.TrySetPermits(ctx, 1)).is(t, true)
+			p := answer(s.TryAcquire(ctx, 1)).value(t) // watchdog-leased: does not expire during the test
 			return func() error { return p.Release(ctx) }
 		},
 		wait: func(ctx context.Context, w *rlock.Client, name string) error {
@@ -82,9 +86,7 @@ var syncWaitCases = []syncWaitCase{
 	{
 		name: "CountDownLatch", channel: syncLatchChannel, method: "(*CountDownLatch).Await",
 		prepare: func(t *testing.T, ctx context.Context, o *rlock.Client, name string) func() error {
-			ok, err := o.NewCountDownLatch(name).TrySetCount(ctx, 1)
-			require.NoError(t, err)
-			require.True(t, ok)
+			answer(o.NewCountDownLatch(name).TrySetCount(ctx, 1)).is(t, true)
 			return func() error { return o.NewCountDownLatch(name).CountDown(ctx) }
 		},
 		wait: func(ctx context.Context, w *rlock.Client, name string) error {
@@ -115,10 +117,7 @@ func TestSyncPubSubKilledBeforeRelease(t *testing.T) {
 			for round := range 3 {
 				name := redistest.Name(t)
 				channel := tc.channel(name)
-				end := tc.prepare(t, ctx, other, name)
-				base := syncParked(tc.method)
-				got := syncGoErr(func() error { return tc.wait(ctx, waiter, name) })
-				syncAwaitParked(t, tc.method, base+1)
+				end, got := tc.start(t, ctx, other, waiter, name)
 				syncAwaitSubs(t, admin, channel, 1)
 
 				mon := waitStartMonitor(t, srv.Addr)
@@ -177,187 +176,168 @@ func syncClientAddrs(t *testing.T, admin *redis.Client, name string) []string {
 	return addrs
 }
 
+// syncRetried is an object's setting in TestSyncRetriedCallsCountOnce: a
+// client behind a proxy that can swallow replies, a direct connection to the
+// server, and the object's name (its keys deleted at the end of the test).
+type syncRetried struct {
+	proxy  *redistest.Proxy
+	c      *rlock.Client
+	direct *redis.Client
+	ctx    context.Context
+	name   string
+}
+
+// newSyncRetried returns the setting of an object whose scripts warm runs
+// once first, on another name, so that a swallowed reply is a script's own
+// and not NOSCRIPT's.
+func newSyncRetried(t *testing.T, warm func(t *testing.T, ctx context.Context, c *rlock.Client, name string)) syncRetried {
+	proxy, rdb, direct := proxiedClient(t, 3)
+	r := syncRetried{proxy: proxy, c: newClient(t, rdb), direct: direct, ctx: testCtx(t, 30*time.Second), name: redistest.Name(t)}
+	t.Cleanup(func() { _ = direct.Del(context.Background(), r.name, syncTimeoutKey(r.name)).Err() })
+	warm(t, r.ctx, r.c, redistest.Name(t))
+	return r
+}
+
+// syncLostStep is a call made with its reply swallowed, and the state it
+// must leave, read directly: the integer at the name (or no key at all:
+// gone), and the permits in the zset of an expirable semaphore (none for the
+// other kinds).
+type syncLostStep struct {
+	what  string
+	call  func() error
+	count int64
+	gone  bool
+	held  int64
+	msg   string
+}
+
+// run makes each step's call with the next reply swallowed, so that go-redis
+// resends it, checks that the reply was swallowed and that the state is the
+// step's.
+func (r syncRetried) run(t *testing.T, steps []syncLostStep) {
+	t.Helper()
+	for _, st := range steps {
+		dropped := r.proxy.Dropped()
+		r.proxy.DropReplies(1)
+		require.NoError(t, st.call(), st.what)
+		require.Zero(t, r.proxy.PendingDrops(), "%s: the reply was swallowed", st.what)
+		require.Equal(t, dropped+1, r.proxy.Dropped(), st.what)
+		v, exists := syncGet(t, r.direct, r.name)
+		if st.gone {
+			require.False(t, exists, "%s: no key left: %s", st.what, st.msg)
+		} else {
+			require.Equal(t, st.count, v, "%s: the count: %s", st.what, st.msg)
+		}
+		require.Equal(t, st.held, syncZCard(t, r.direct, syncTimeoutKey(r.name)), "%s: the permits held", st.what)
+	}
+}
+
+// syncResent makes a call that answers whether it did something a step's
+// call: the resent call must answer true, as the first did.
+func syncResent(t *testing.T, f func() (bool, error), what string) func() error {
+	return func() error {
+		ok, err := f()
+		require.True(t, ok, "the resent %s answers as the first", what)
+		return err
+	}
+}
+
 // TestSyncRetriedCallsCountOnce: every call that changes a count, sent
 // through a proxy that swallows its reply so that go-redis resends it, is
 // applied once: the counts read directly afterwards are exact and the resent
 // call answers as the first did (a resent release is not ErrNoSuchPermit, a
 // resent TrySet still true).
 func TestSyncRetriedCallsCountOnce(t *testing.T) {
-	// lost runs f with the next reply swallowed and checks that it was.
-	lost := func(t *testing.T, proxy *redistest.Proxy, what string, f func() error) {
-		t.Helper()
-		dropped := proxy.Dropped()
-		proxy.DropReplies(1)
-		require.NoError(t, f(), what)
-		require.Zero(t, proxy.PendingDrops(), "%s: the reply was swallowed", what)
-		require.Equal(t, dropped+1, proxy.Dropped(), what)
-	}
-
 	t.Run("Semaphore", func(t *testing.T) {
-		proxy, rdb, direct := proxiedClient(t, 3)
-		c := newClient(t, rdb)
-		ctx := testCtx(t, 30*time.Second)
-		syncWarmSemaphore(t, ctx, c.NewSemaphore(redistest.Name(t)))
-		name := redistest.Name(t)
-		s := c.NewSemaphore(name)
-		count := func() int64 { v, _ := syncGet(t, direct, name); return v }
-
-		lost(t, proxy, "TrySetPermits", func() error {
-			ok, err := s.TrySetPermits(ctx, 5, 0)
-			require.True(t, ok, "the resent TrySetPermits answers as the first")
-			return err
+		r := newSyncRetried(t, syncWarmSemaphore)
+		ctx := r.ctx
+		s := r.c.NewSemaphore(r.name)
+		r.run(t, []syncLostStep{
+			{what: "TrySetPermits", call: syncResent(t, func() (bool, error) { return s.TrySetPermits(ctx, 5, 0) }, "TrySetPermits"), count: 5},
+			{what: "TryAcquire(2)", call: func() error { return s.TryAcquire(ctx, 2) }, count: 3, msg: "acquired once"},
+			{what: "Release(2)", call: func() error { return s.Release(ctx, 2) }, count: 5, msg: "released once"},
+			{what: "ReleaseIfExists(1)", call: syncResent(t, func() (bool, error) { return s.ReleaseIfExists(ctx, 1) }, "ReleaseIfExists"), count: 6},
+			{what: "AddPermits(-4)", call: func() error { return s.AddPermits(ctx, -4) }, count: 2},
+			{what: "DrainPermits", call: func() error {
+				n, err := s.DrainPermits(ctx)
+				require.EqualValues(t, 2, n, "the resent DrainPermits answers as the first")
+				return err
+			}, count: 0},
 		})
-		require.EqualValues(t, 5, count())
-		lost(t, proxy, "TryAcquire(2)", func() error { return s.TryAcquire(ctx, 2) })
-		require.EqualValues(t, 3, count(), "acquired once")
-		lost(t, proxy, "Release(2)", func() error { return s.Release(ctx, 2) })
-		require.EqualValues(t, 5, count(), "released once")
-		lost(t, proxy, "ReleaseIfExists(1)", func() error {
-			ok, err := s.ReleaseIfExists(ctx, 1)
-			require.True(t, ok)
-			return err
-		})
-		require.EqualValues(t, 6, count())
-		lost(t, proxy, "AddPermits(-4)", func() error { return s.AddPermits(ctx, -4) })
-		require.EqualValues(t, 2, count())
-		lost(t, proxy, "DrainPermits", func() error {
-			n, err := s.DrainPermits(ctx)
-			require.EqualValues(t, 2, n, "the resent DrainPermits answers as the first")
-			return err
-		})
-		require.EqualValues(t, 0, count())
 	})
 
 	t.Run("ExpirableSemaphore", func(t *testing.T) {
-		proxy, rdb, direct := proxiedClient(t, 3)
-		c := newClient(t, rdb)
-		ctx := testCtx(t, 30*time.Second)
-		syncWarmExpirable(t, ctx, c.NewExpirableSemaphore(redistest.Name(t)))
-		name := redistest.Name(t)
-		s := c.NewExpirableSemaphore(name)
-		state := func() (int64, int64) {
-			v, _ := syncGet(t, direct, name)
-			return v, syncZCard(t, direct, syncTimeoutKey(name))
-		}
-		t.Cleanup(func() { _ = direct.Del(context.Background(), name, syncTimeoutKey(name)).Err() })
-
-		lost(t, proxy, "TrySetPermits", func() error {
-			ok, err := s.TrySetPermits(ctx, 5)
-			require.True(t, ok, "the resent TrySetPermits answers as the first")
-			return err
-		})
+		r := newSyncRetried(t, syncWarmExpirable)
+		ctx := r.ctx
+		s := r.c.NewExpirableSemaphore(r.name)
 		var p *rlock.Permits
-		lost(t, proxy, "TryAcquire(2)", func() (err error) { p, err = s.TryAcquire(ctx, 2); return err })
-		a, z := state()
-		require.EqualValues(t, 3, a, "acquired once")
-		require.EqualValues(t, 2, z)
-		lost(t, proxy, "Release(one id)", func() error { return s.Release(ctx, p.IDs()[0]) })
-		a, z = state()
-		require.EqualValues(t, 4, a, "released once")
-		require.EqualValues(t, 1, z)
-
+		r.run(t, []syncLostStep{
+			{what: "TrySetPermits", call: syncResent(t, func() (bool, error) { return s.TrySetPermits(ctx, 5) }, "TrySetPermits"), count: 5},
+			{what: "TryAcquire(2)", call: func() (err error) { p, err = s.TryAcquire(ctx, 2); return err }, count: 3, held: 2, msg: "acquired once"},
+			{what: "Release(one id)", call: func() error { return s.Release(ctx, p.IDs()[0]) }, count: 4, held: 1, msg: "released once"},
+		})
 		require.NoError(t, s.Release(ctx, p.IDs()[1]))
-		q, err := s.TryAcquire(ctx, 2)
-		require.NoError(t, err)
-		lost(t, proxy, "Release(two ids)", func() error { return s.Release(ctx, q.IDs()...) })
-		a, z = state()
-		require.EqualValues(t, 5, a, "released once")
-		require.Zero(t, z)
-		r, err := s.TryAcquire(ctx, 3)
-		require.NoError(t, err)
-		lost(t, proxy, "Permits.Release", func() error { return r.Release(ctx) })
-		a, z = state()
-		require.EqualValues(t, 5, a, "released once")
-		require.Zero(t, z)
-		require.ErrorIs(t, r.Err(), rlock.ErrReleased)
-		lost(t, proxy, "AddPermits(2)", func() error { return s.AddPermits(ctx, 2) })
-		a, _ = state()
-		require.EqualValues(t, 7, a)
-		lost(t, proxy, "SetPermits(4)", func() error { return s.SetPermits(ctx, 4) })
-		a, _ = state()
-		require.EqualValues(t, 4, a)
+		q := answer(s.TryAcquire(ctx, 2)).value(t)
+		r.run(t, []syncLostStep{{what: "Release(two ids)", call: func() error { return s.Release(ctx, q.IDs()...) }, count: 5, msg: "released once"}})
+		w := answer(s.TryAcquire(ctx, 3)).value(t)
+		r.run(t, []syncLostStep{
+			{what: "Permits.Release", call: func() error { return w.Release(ctx) }, count: 5, msg: "released once"},
+			{what: "AddPermits(2)", call: func() error { return s.AddPermits(ctx, 2) }, count: 7},
+			{what: "SetPermits(4)", call: func() error { return s.SetPermits(ctx, 4) }, count: 4},
+		})
+		require.ErrorIs(t, w.Err(), rlock.ErrReleased)
 	})
 
 	t.Run("CountDownLatch", func(t *testing.T) {
-		proxy, rdb, direct := proxiedClient(t, 3)
-		c := newClient(t, rdb)
-		ctx := testCtx(t, 30*time.Second)
-		syncWarmLatch(t, ctx, c.NewCountDownLatch(redistest.Name(t)))
-		name := redistest.Name(t)
-		l := c.NewCountDownLatch(name)
-		count := func() int64 { v, _ := syncGet(t, direct, name); return v }
-
-		lost(t, proxy, "TrySetCount(3)", func() error {
-			ok, err := l.TrySetCount(ctx, 3)
-			require.True(t, ok, "the resent TrySetCount answers as the first")
-			return err
+		r := newSyncRetried(t, syncWarmLatch)
+		ctx := r.ctx
+		l := r.c.NewCountDownLatch(r.name)
+		r.run(t, []syncLostStep{
+			{what: "TrySetCount(3)", call: syncResent(t, func() (bool, error) { return l.TrySetCount(ctx, 3) }, "TrySetCount"), count: 3},
+			{what: "CountDown", call: func() error { return l.CountDown(ctx) }, count: 2, msg: "counted down once"},
+			{what: "CountDown", call: func() error { return l.CountDown(ctx) }, count: 1, msg: "counted down once"},
+			{what: "CountDown to zero", call: func() error { return l.CountDown(ctx) }, gone: true, msg: "the latch is open"},
+			{what: "TrySetCount(2) again", call: syncResent(t, func() (bool, error) { return l.TrySetCount(ctx, 2) }, "TrySetCount"), count: 2},
+			{what: "Delete", call: syncResent(t, func() (bool, error) { return l.Delete(ctx) }, "Delete"), gone: true},
 		})
-		require.EqualValues(t, 3, count())
-		lost(t, proxy, "CountDown", func() error { return l.CountDown(ctx) })
-		require.EqualValues(t, 2, count(), "counted down once")
-		lost(t, proxy, "CountDown", func() error { return l.CountDown(ctx) })
-		require.EqualValues(t, 1, count(), "counted down once")
-		lost(t, proxy, "CountDown to zero", func() error { return l.CountDown(ctx) })
-		require.Zero(t, direct.Exists(ctx, name).Val(), "the latch is open")
-		lost(t, proxy, "TrySetCount(2) again", func() error {
-			ok, err := l.TrySetCount(ctx, 2)
-			require.True(t, ok)
-			return err
-		})
-		require.EqualValues(t, 2, count())
-		lost(t, proxy, "Delete", func() error {
-			ok, err := l.Delete(ctx)
-			require.True(t, ok, "the resent Delete answers as the first")
-			return err
-		})
-		require.Zero(t, direct.Exists(ctx, name).Val())
 	})
 }
 
-// syncWarmSemaphore runs each Semaphore script once, so that a swallowed
-// reply is a script's own and not NOSCRIPT's.
-func syncWarmSemaphore(t *testing.T, ctx context.Context, s *rlock.Semaphore) {
+// syncWarmSemaphore runs each Semaphore script once, on name.
+func syncWarmSemaphore(t *testing.T, ctx context.Context, c *rlock.Client, name string) {
 	t.Helper()
-	_, err := s.TrySetPermits(ctx, 1, 0)
-	require.NoError(t, err)
+	s := c.NewSemaphore(name)
+	require.NoError(t, errOf(s.TrySetPermits(ctx, 1, 0)))
 	require.NoError(t, s.TryAcquire(ctx, 1))
 	require.NoError(t, s.Release(ctx, 1))
-	_, err = s.ReleaseIfExists(ctx, 1)
-	require.NoError(t, err)
+	require.NoError(t, errOf(s.ReleaseIfExists(ctx, 1)))
 	require.NoError(t, s.AddPermits(ctx, 1))
-	_, err = s.DrainPermits(ctx)
-	require.NoError(t, err)
-	_, err = s.Delete(ctx)
-	require.NoError(t, err)
+	require.NoError(t, errOf(s.DrainPermits(ctx)))
+	require.NoError(t, errOf(s.Delete(ctx)))
 }
 
-// syncWarmExpirable runs each ExpirableSemaphore script once.
-func syncWarmExpirable(t *testing.T, ctx context.Context, s *rlock.ExpirableSemaphore) {
+// syncWarmExpirable runs each ExpirableSemaphore script once, on name.
+func syncWarmExpirable(t *testing.T, ctx context.Context, c *rlock.Client, name string) {
 	t.Helper()
-	_, err := s.TrySetPermits(ctx, 3)
-	require.NoError(t, err)
-	p, err := s.TryAcquire(ctx, 1)
-	require.NoError(t, err)
+	s := c.NewExpirableSemaphore(name)
+	require.NoError(t, errOf(s.TrySetPermits(ctx, 3)))
+	p := answer(s.TryAcquire(ctx, 1)).value(t)
 	require.NoError(t, s.Release(ctx, p.IDs()[0]))
-	p, err = s.TryAcquire(ctx, 2)
-	require.NoError(t, err)
+	p = answer(s.TryAcquire(ctx, 2)).value(t)
 	require.NoError(t, s.Release(ctx, p.IDs()...))
 	require.NoError(t, s.AddPermits(ctx, 1))
 	require.NoError(t, s.SetPermits(ctx, 3))
-	_, err = s.Delete(ctx)
-	require.NoError(t, err)
+	require.NoError(t, errOf(s.Delete(ctx)))
 }
 
-// syncWarmLatch runs each CountDownLatch script once.
-func syncWarmLatch(t *testing.T, ctx context.Context, l *rlock.CountDownLatch) {
+// syncWarmLatch runs each CountDownLatch script once, on name.
+func syncWarmLatch(t *testing.T, ctx context.Context, c *rlock.Client, name string) {
 	t.Helper()
-	_, err := l.TrySetCount(ctx, 1)
-	require.NoError(t, err)
+	l := c.NewCountDownLatch(name)
+	require.NoError(t, errOf(l.TrySetCount(ctx, 1)))
 	require.NoError(t, l.CountDown(ctx))
-	_, err = l.TrySetCount(ctx, 1)
-	require.NoError(t, err)
-	_, err = l.Delete(ctx)
-	require.NoError(t, err)
+	require.NoError(t, errOf(l.TrySetCount(ctx, 1)))
+	require.NoError(t, errOf(l.Delete(ctx)))
 }
 
 // TestSyncCluster runs each synchronizer on a Redis Cluster of 3 primaries
@@ -378,14 +358,11 @@ func TestSyncCluster(t *testing.T) {
 			for shard, names := range byShard {
 				for _, name := range names {
 					if tc.name == "CountDownLatch" && name != names[0] {
-						_, err := ca.NewCountDownLatch(name).TrySetCount(ctx, 1)
-						require.ErrorIs(t, err, rlock.ErrInvalidArgument, "latch name with a hash tag %q", name)
+						require.ErrorIs(t, errOf(ca.NewCountDownLatch(name).TrySetCount(ctx, 1)), rlock.ErrInvalidArgument,
+							"latch name with a hash tag %q", name)
 						continue
 					}
-					end := tc.prepare(t, ctx, ca, name)
-					base := syncParked(tc.method)
-					got := syncGoErr(func() error { return tc.wait(ctx, cb, name) })
-					syncAwaitParked(t, tc.method, base+1)
+					end, got := tc.start(t, ctx, ca, cb, name)
 					ch := tc.channel(name)
 					require.Eventually(t, func() bool {
 						classic, sharded := clusterSubscribers(ctx, cl, ch)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -57,35 +56,40 @@ func syncClientOptions(opts []rlock.ClientOption) []rlock.ClientOption {
 
 func standaloneSync(t *testing.T, opts ...rlock.ClientOption) syncEnv {
 	srv := redistest.Shared(t)
-	rdb, goRdb := srv.Client(t), srv.Client(t)
+	rdb := srv.Client(t)
+	return newSyncEnv(t, rdb, srv.Client(t), false,
+		func(ctx context.Context, ch string) int64 { return rdb.PubSubNumSub(ctx, ch).Val()[ch] }, opts)
+}
+
+func clusterSync(t *testing.T, cl *redistest.Cluster, opts ...rlock.ClientOption) syncEnv {
+	return newSyncEnv(t, cl.Client(t), cl.Client(t), true,
+		func(ctx context.Context, ch string) int64 { _, n := clusterSubscribers(ctx, cl, ch); return n }, opts)
+}
+
+// newSyncEnv is the env of a scenario on rdb, the Java peer's and the test's
+// connection, and goRdb, the Go client's; sharded is for a Redis 7 cluster,
+// where both peers publish and subscribe by sharded pub/sub.
+func newSyncEnv(t *testing.T, rdb, goRdb redis.UniversalClient, sharded bool, subscribers func(context.Context, string) int64, opts []rlock.ClientOption) syncEnv {
 	name := redistest.Name(t)
 	calls := &goCalls{name: name}
 	goRdb.AddHook(calls)
-	return syncEnv{
+	env := syncEnv{
 		rdb: rdb, c: newClient(t, goRdb, syncClientOptions(opts)...), name: name, calls: calls,
 		java:        javaSync{rdb: rdb, publish: "PUBLISH"},
-		subscribers: func(ctx context.Context, ch string) int64 { return rdb.PubSubNumSub(ctx, ch).Val()[ch] },
-		subscribe:   func(ctx context.Context, chs ...string) *redis.PubSub { return rdb.Subscribe(ctx, chs...) },
+		subscribers: subscribers,
+		subscribe:   rdb.Subscribe,
 		publish: func(ctx context.Context, ch, payload string) error {
 			return rdb.Publish(ctx, ch, payload).Err()
 		},
 	}
-}
-
-func clusterSync(t *testing.T, cl *redistest.Cluster, opts ...rlock.ClientOption) syncEnv {
-	rdb, goRdb := cl.Client(t), cl.Client(t)
-	name := redistest.Name(t)
-	calls := &goCalls{name: name}
-	goRdb.AddHook(calls)
-	return syncEnv{
-		rdb: rdb, c: newClient(t, goRdb, syncClientOptions(opts)...), name: name, calls: calls,
-		java:        javaSync{rdb: rdb, publish: "SPUBLISH"},
-		subscribers: func(ctx context.Context, ch string) int64 { _, n := clusterSubscribers(ctx, cl, ch); return n },
-		subscribe:   func(ctx context.Context, chs ...string) *redis.PubSub { return rdb.SSubscribe(ctx, chs...) },
-		publish: func(ctx context.Context, ch, payload string) error {
+	if sharded {
+		env.java.publish = "SPUBLISH"
+		env.subscribe = rdb.SSubscribe
+		env.publish = func(ctx context.Context, ch, payload string) error {
 			return rdb.SPublish(ctx, ch, payload).Err()
-		},
+		}
 	}
+	return env
 }
 
 // javaSubscribe subscribes a Java subscriber to channel, and waits for the
@@ -171,31 +175,45 @@ func waitAsleep(t *testing.T, env syncEnv, from, want int, what string) {
 		wakeBound, time.Millisecond, "%s: %d calls, want %d", what, env.calls.count()-from, want)
 }
 
-// goAsync runs f on a goroutine and delivers its error.
-func goAsync(f func() error) <-chan error {
-	ch := make(chan error, 1)
-	go func() { ch <- f() }()
-	return ch
+// goAsleep starts each f on a goroutine (syncGoErr) and returns once holdfast
+// is subscribed to channel and each of them made its two attempts (see
+// goCalls): from then on, only a message wakes them.
+func goAsleep(t *testing.T, ctx context.Context, env syncEnv, channel, what string, fs ...func() error) []<-chan syncGot[struct{}] {
+	t.Helper()
+	from := env.calls.count()
+	gots := make([]<-chan syncGot[struct{}], len(fs))
+	for i, f := range fs {
+		gots[i] = syncGoErr(f)
+	}
+	waitSubscribed(t, ctx, env, channel, 2)
+	waitAsleep(t, env, from, 2*len(fs), what)
+	return gots
 }
 
-// within returns what ch delivers, failing the test when nothing comes within d.
-func within(t *testing.T, ch <-chan error, d time.Duration, what string) error {
+// wokenStillWaiting runs java, a Java call that publishes too few permits for
+// the Go waiter got, and checks that its message woke the waiter to one more
+// attempt, after which the waiter waits on.
+func wokenStillWaiting(t *testing.T, env syncEnv, got <-chan syncGot[struct{}], what string, java func()) {
 	t.Helper()
-	select {
-	case err := <-ch:
-		return err
-	case <-time.After(d):
-		t.Fatalf("%s: not within %v", what, d)
-		return nil
-	}
+	from := env.calls.count()
+	java()
+	waitAsleep(t, env, from, 1, what+": woken by the message")
+	stillWaiting(t, got, what)
+}
+
+// scenario is the start of an interop scenario: a context of d, and a Java
+// subscriber of channel.
+func (env syncEnv) scenario(t *testing.T, d time.Duration, channel string) (context.Context, *javaSubscriber) {
+	t.Helper()
+	return testCtx(t, d), javaSubscribe(t, env, channel)
 }
 
 // stillWaiting checks that nothing comes on ch for a short while.
-func stillWaiting(t *testing.T, ch <-chan error, what string) {
+func stillWaiting(t *testing.T, ch <-chan syncGot[struct{}], what string) {
 	t.Helper()
 	select {
-	case err := <-ch:
-		t.Fatalf("%s returned early: %v", what, err)
+	case g := <-ch:
+		t.Fatalf("%s returned early: %v", what, g.err)
 	case <-time.After(200 * time.Millisecond):
 	}
 }
@@ -232,178 +250,116 @@ func idHex(id []byte) string { return hex.EncodeToString(id) }
 
 // ---- Semaphore (RSemaphore) ----
 
-func TestInteropSemaphoreJavaWakesGo(t *testing.T) {
-	interopSemaphoreJavaWakesGo(t, standaloneSync(t))
-}
+func TestInteropSemaphoreJavaWakesGo(t *testing.T) { interopSemaphoreJavaWakesGo(t, standaloneSync(t)) }
 
 // interopSemaphoreJavaWakesGo: Java's trySetPermits, release, releaseIfExists
 // and addPermits each wake blocked Go acquirers, and a published value v wakes
 // up to v of them.
 func interopSemaphoreJavaWakesGo(t *testing.T, env syncEnv) {
-	ctx := testCtx(t, 60*time.Second)
 	name, java, ch := env.name, env.java, javaSemaphoreChannel(env.name)
+	ctx, sub := env.scenario(t, 60*time.Second, ch)
 	s := env.c.NewSemaphore(name)
-	sub := javaSubscribe(t, env, ch)
+	acquire := func(n int64) func() error { return func() error { return s.Acquire(ctx, n) } }
 
 	// A Go Acquire on a semaphore nobody initialised waits (Redisson's #4401:
 	// Java would wait forever); Java's trySetPermits wakes it.
-	from := env.calls.count()
-	got := goAsync(func() error { return s.Acquire(ctx, 1) })
-	waitSubscribed(t, ctx, env, ch, 2)
-	waitAsleep(t, env, from, 2, "Go Acquire on an absent semaphore")
-	ok, err := java.semTrySetPermits(ctx, name, 1, 0)
-	require.NoError(t, err)
-	require.True(t, ok)
-	require.NoError(t, within(t, got, wakeBound, "Go Acquire after Java trySetPermits"))
+	got := goAsleep(t, ctx, env, ch, "Go Acquire on an absent semaphore", acquire(1))[0]
+	answer(java.semTrySetPermits(ctx, name, 1, 0)).is(t, true)
+	require.NoError(t, syncAwait(t, got, wakeBound, "Go Acquire after Java trySetPermits").err)
 	requireDecimal(t, env, 0)
 	require.Equal(t, []int64{1}, sub.until(), "only Java's trySetPermits published: a Go acquire publishes nothing")
 
 	// A Java release of 2 wakes two Go waiters of one client.
 	require.ErrorIs(t, s.TryAcquire(ctx, 1), rlock.ErrNotAcquired)
-	from = env.calls.count()
-	g1 := goAsync(func() error { return s.Acquire(ctx, 1) })
-	g2 := goAsync(func() error { return s.Acquire(ctx, 1) })
-	waitSubscribed(t, ctx, env, ch, 2)
-	waitAsleep(t, env, from, 4, "two Go Acquires")
+	two := goAsleep(t, ctx, env, ch, "two Go Acquires", acquire(1), acquire(1))
 	require.NoError(t, java.semRelease(ctx, name, 2))
-	require.NoError(t, within(t, g1, wakeBound, "one of two Go Acquires woken by Java release(2)"))
-	require.NoError(t, within(t, g2, wakeBound, "the other of two Go Acquires woken by Java release(2)"))
+	require.NoError(t, syncAwait(t, two[0], wakeBound, "one of two Go Acquires woken by Java release(2)").err)
+	require.NoError(t, syncAwait(t, two[1], wakeBound, "the other of two Go Acquires woken by Java release(2)").err)
 	requireDecimal(t, env, 0)
 
 	// A Go waiter for 2 is not satisfied by Java's releaseIfExists(1) but is
 	// by the addPermits(1) that follows.
-	from = env.calls.count()
-	g := goAsync(func() error { return s.Acquire(ctx, 2) })
-	waitSubscribed(t, ctx, env, ch, 2)
-	waitAsleep(t, env, from, 2, "Go Acquire(2)")
-	from = env.calls.count()
-	ok, err = java.semReleaseIfExists(ctx, name, 1)
-	require.NoError(t, err)
-	require.True(t, ok)
-	waitAsleep(t, env, from, 1, "Go Acquire(2) woken by the message 1")
-	stillWaiting(t, g, "Go Acquire(2) with 1 permit")
+	g := goAsleep(t, ctx, env, ch, "Go Acquire(2)", acquire(2))[0]
+	wokenStillWaiting(t, env, g, "Go Acquire(2) with 1 permit", func() {
+		answer(java.semReleaseIfExists(ctx, name, 1)).is(t, true)
+	})
 	require.NoError(t, java.semAddPermits(ctx, name, 1))
-	require.NoError(t, within(t, g, wakeBound, "Go Acquire(2) after Java addPermits"))
+	require.NoError(t, syncAwait(t, g, wakeBound, "Go Acquire(2) after Java addPermits").err)
 
-	n, err := s.AvailablePermits(ctx)
-	require.NoError(t, err)
-	require.Zero(t, n)
-	n, err = java.semAvailable(ctx, name)
-	require.NoError(t, err)
-	require.Zero(t, n)
+	answer(s.AvailablePermits(ctx)).is(t, 0)
+	answer(java.semAvailable(ctx, name)).is(t, 0)
 	require.Equal(t, []int64{2, 1, 2}, sub.until(), "Java's release, releaseIfExists, addPermits; nothing from Go")
 }
 
-func TestInteropSemaphoreGoWakesJava(t *testing.T) {
-	interopSemaphoreGoWakesJava(t, standaloneSync(t))
-}
+func TestInteropSemaphoreGoWakesJava(t *testing.T) { interopSemaphoreGoWakesJava(t, standaloneSync(t)) }
 
 // interopSemaphoreGoWakesJava: every Go operation publishes exactly what Java
 // publishes for it (§2.11, §2.14), and a Go release lets a Java waiter acquire.
 func interopSemaphoreGoWakesJava(t *testing.T, env syncEnv) {
-	ctx := testCtx(t, 60*time.Second)
 	name, java := env.name, env.java
+	ctx, sub := env.scenario(t, 60*time.Second, javaSemaphoreChannel(name))
 	s := env.c.NewSemaphore(name)
-	sub := javaSubscribe(t, env, javaSemaphoreChannel(name))
 
-	ok, err := s.TrySetPermits(ctx, 1, 0)
-	require.NoError(t, err)
-	require.True(t, ok)
+	answer(s.TrySetPermits(ctx, 1, 0)).is(t, true)
 	require.Equal(t, int64(1), sub.next(wakeBound), "trySetPermits publishes n")
-	ok, err = java.semTryAcquire(ctx, name, 1)
-	require.NoError(t, err)
-	require.True(t, ok, "Java acquires the permit Go set")
-	ok, err = java.semTryAcquire(ctx, name, 1)
-	require.NoError(t, err)
-	require.False(t, ok, "the Java peer now waits for a message")
+	answer(java.semTryAcquire(ctx, name, 1)).is(t, true, "Java acquires the permit Go set")
+	answer(java.semTryAcquire(ctx, name, 1)).is(t, false, "the Java peer now waits for a message")
 
 	// The Java waiter hears the Go release and acquires.
 	require.NoError(t, s.Release(ctx, 1))
 	require.Equal(t, int64(1), sub.next(wakeBound), "release publishes the new available value")
-	ok, err = java.semTryAcquire(ctx, name, 1)
-	require.NoError(t, err)
-	require.True(t, ok, "Java acquires after the Go release")
+	answer(java.semTryAcquire(ctx, name, 1)).is(t, true, "Java acquires after the Go release")
 	require.ErrorIs(t, s.TryAcquire(ctx, 1), rlock.ErrNotAcquired)
 	require.Empty(t, sub.until())
 
 	// Each Go operation, with the value Java's script publishes for it.
-	require.NoError(t, s.Release(ctx, 3)) // 0+3 = 3
-	ok, err = s.ReleaseIfExists(ctx, 2)   // 3+2 = 5
-	require.NoError(t, err)
-	require.True(t, ok)
-	require.NoError(t, s.AddPermits(ctx, -6)) // published although ≤ 0: -1
-	require.NoError(t, s.AddPermits(ctx, 1))  // 0
+	require.NoError(t, s.Release(ctx, 3))         // 0+3 = 3
+	answer(s.ReleaseIfExists(ctx, 2)).is(t, true) // 3+2 = 5
+	require.NoError(t, s.AddPermits(ctx, -6))     // published although ≤ 0: -1
+	require.NoError(t, s.AddPermits(ctx, 1))      // 0
 	require.ErrorIs(t, s.TryAcquire(ctx, 1), rlock.ErrNotAcquired)
-	require.NoError(t, s.AddPermits(ctx, -2)) // -2
-	n, err := s.DrainPermits(ctx)             // no message
-	require.NoError(t, err)
-	require.Equal(t, int64(-2), n, "drain of a negative count returns it")
+	require.NoError(t, s.AddPermits(ctx, -2))                                     // -2
+	answer(s.DrainPermits(ctx)).is(t, -2, "drain of a negative count returns it") // no message
 	requireDecimal(t, env, 0)
-	ok, err = s.TrySetPermits(ctx, 9, 0) // exists: nothing
-	require.NoError(t, err)
-	require.False(t, ok)
-	ok, err = s.Delete(ctx) // Java's delete publishes nothing for a semaphore
-	require.NoError(t, err)
-	require.True(t, ok)
-	ok, err = s.ReleaseIfExists(ctx, 1) // absent: nothing
-	require.NoError(t, err)
-	require.False(t, ok)
-	ok, err = s.TrySetPermits(ctx, 2, time.Minute) // 2, with PX
-	require.NoError(t, err)
-	require.True(t, ok)
-	pttl, err := env.rdb.PTTL(ctx, name).Result()
-	require.NoError(t, err)
+	answer(s.TrySetPermits(ctx, 9, 0)).is(t, false)          // exists: nothing
+	answer(s.Delete(ctx)).is(t, true)                        // Java's delete publishes nothing for a semaphore
+	answer(s.ReleaseIfExists(ctx, 1)).is(t, false)           // absent: nothing
+	answer(s.TrySetPermits(ctx, 2, time.Minute)).is(t, true) // 2, with PX
+	pttl := answer(env.rdb.PTTL(ctx, name).Result()).value(t)
 	require.Greater(t, pttl, 50*time.Second)
 	require.LessOrEqual(t, pttl, time.Minute)
 	require.Equal(t, []int64{3, 5, -1, 0, -2, 2}, sub.until())
 
-	ok, err = java.semTryAcquire(ctx, name, 2)
-	require.NoError(t, err)
-	require.True(t, ok, "Java acquires the permits of Go's trySetPermits")
+	answer(java.semTryAcquire(ctx, name, 2)).is(t, true, "Java acquires the permits of Go's trySetPermits")
 	require.Empty(t, sub.until(), "acquires publish nothing")
 }
 
 func TestInteropSemaphoreCountsAgree(t *testing.T) {
 	env := standaloneSync(t)
-	ctx := testCtx(t, 30*time.Second)
 	name, java := env.name, env.java
+	ctx, sub := env.scenario(t, 30*time.Second, javaSemaphoreChannel(name))
 	s := env.c.NewSemaphore(name)
-	sub := javaSubscribe(t, env, javaSemaphoreChannel(name))
 	agree := func(want int64) {
 		t.Helper()
-		g, err := s.AvailablePermits(ctx)
-		require.NoError(t, err)
-		j, err := java.semAvailable(ctx, name)
-		require.NoError(t, err)
-		require.Equal(t, want, g, "Go's count")
-		require.Equal(t, want, j, "Java's count")
+		answer(s.AvailablePermits(ctx)).is(t, want, "Go's count")
+		answer(java.semAvailable(ctx, name)).is(t, want, "Java's count")
 	}
 
 	agree(0)
-	ok, err := java.semTrySetPermits(ctx, name, 5, time.Minute)
-	require.NoError(t, err)
-	require.True(t, ok)
-	ok, err = s.TrySetPermits(ctx, 3, 0)
-	require.NoError(t, err)
-	require.False(t, ok, "Java initialised it")
+	answer(java.semTrySetPermits(ctx, name, 5, time.Minute)).is(t, true)
+	answer(s.TrySetPermits(ctx, 3, 0)).is(t, false, "Java initialised it")
 	agree(5)
 	require.NoError(t, s.TryAcquire(ctx, 2))
 	agree(3)
-	n, err := java.semDrainPermits(ctx, name)
-	require.NoError(t, err)
-	require.Equal(t, int64(3), n)
+	answer(java.semDrainPermits(ctx, name)).is(t, 3)
 	agree(0)
 	require.NoError(t, s.Release(ctx, 4))
 	agree(4)
-	ok, err = java.semTryAcquire(ctx, name, 4)
-	require.NoError(t, err)
-	require.True(t, ok)
+	answer(java.semTryAcquire(ctx, name, 4)).is(t, true)
 	agree(0)
 	require.NoError(t, java.semAddPermits(ctx, name, -3))
 	agree(-3)
-	n, err = s.DrainPermits(ctx)
-	require.NoError(t, err)
-	require.Equal(t, int64(-3), n)
+	answer(s.DrainPermits(ctx)).is(t, -3)
 	agree(0)
 	require.NoError(t, java.semRelease(ctx, name, 2))
 	require.NoError(t, s.Acquire(ctx, 2))
@@ -419,24 +375,12 @@ const lowerHexID = `^[0-9a-f]{32}$`
 // permitCounts checks Go's and Java's available, acquired and total counts.
 func permitCounts(t *testing.T, ctx context.Context, env syncEnv, es *rlock.ExpirableSemaphore, available, acquired, total int64) {
 	t.Helper()
-	g, err := es.AvailablePermits(ctx)
-	require.NoError(t, err)
-	require.Equal(t, available, g, "Go available")
-	g, err = es.AcquiredPermits(ctx)
-	require.NoError(t, err)
-	require.Equal(t, acquired, g, "Go acquired")
-	g, err = es.Permits(ctx)
-	require.NoError(t, err)
-	require.Equal(t, total, g, "Go total")
-	j, err := env.java.pesAvailable(ctx, env.name)
-	require.NoError(t, err)
-	require.Equal(t, available, j, "Java availablePermits")
-	j, err = env.java.pesAcquired(ctx, env.name)
-	require.NoError(t, err)
-	require.Equal(t, acquired, j, "Java acquiredPermits")
-	j, err = env.java.pesGetPermits(ctx, env.name)
-	require.NoError(t, err)
-	require.Equal(t, total, j, "Java getPermits")
+	answer(es.AvailablePermits(ctx)).is(t, available, "Go available")
+	answer(es.AcquiredPermits(ctx)).is(t, acquired, "Go acquired")
+	answer(es.Permits(ctx)).is(t, total, "Go total")
+	answer(env.java.pesAvailable(ctx, env.name)).is(t, available, "Java availablePermits")
+	answer(env.java.pesAcquired(ctx, env.name)).is(t, acquired, "Java acquiredPermits")
+	answer(env.java.pesGetPermits(ctx, env.name)).is(t, total, "Java getPermits")
 }
 
 // TestInteropPermitGoIDsReleasedByJava: Go's permits are stored as Java
@@ -446,22 +390,17 @@ func permitCounts(t *testing.T, ctx context.Context, env syncEnv, es *rlock.Expi
 func TestInteropPermitGoIDsReleasedByJava(t *testing.T) {
 	const watchdog = 6 * time.Second
 	env := standaloneSync(t, rlock.WithWatchdogTimeout(watchdog))
-	ctx := testCtx(t, 60*time.Second)
 	name, java := env.name, env.java
+	ctx, sub := env.scenario(t, 60*time.Second, javaSemaphoreChannel(name))
 	es := env.c.NewExpirableSemaphore(name)
-	sub := javaSubscribe(t, env, javaSemaphoreChannel(name))
 
-	ok, err := es.TrySetPermits(ctx, 4)
-	require.NoError(t, err)
-	require.True(t, ok)
+	answer(es.TrySetPermits(ctx, 4)).is(t, true)
 	before := javaNow()
-	p, err := es.Acquire(ctx, 2)
-	require.NoError(t, err)
+	p := answer(es.Acquire(ctx, 2)).value(t)
 	ids := p.IDs()
 	require.Len(t, ids, 2)
 	require.NotEqual(t, ids[0], ids[1])
-	members, err := env.rdb.ZRangeWithScores(ctx, javaTimeoutKey(name), 0, -1).Result()
-	require.NoError(t, err)
+	members := answer(env.rdb.ZRangeWithScores(ctx, javaTimeoutKey(name), 0, -1).Result()).value(t)
 	after := javaNow()
 	require.Len(t, members, 2)
 	want := map[string]bool{}
@@ -478,56 +417,38 @@ func TestInteropPermitGoIDsReleasedByJava(t *testing.T) {
 	permitCounts(t, ctx, env, es, 2, 2, 4)
 
 	// Java's single tryRelease of a Go id.
-	ok, err = java.pesTryRelease(ctx, name, javaID(t, ids[0]))
-	require.NoError(t, err)
-	require.True(t, ok, "Java releases Go's permit")
+	answer(java.pesTryRelease(ctx, name, javaID(t, ids[0]))).is(t, true, "Java releases Go's permit")
 	require.ErrorIs(t, es.Release(ctx, ids[0]), rlock.ErrNoSuchPermit)
 	require.ErrorIs(t, es.Release(ctx, ids[1], ids[0]), rlock.ErrNoSuchPermit, "all or nothing")
 	_, held := zscore(t, env, javaID(t, ids[1]))
 	require.True(t, held, "a refused list release released nothing")
 	// Java's list tryRelease of the other.
-	r, err := java.pesTryReleaseList(ctx, name, javaID(t, ids[1]))
-	require.NoError(t, err)
-	require.Equal(t, int64(1), r)
-	select {
-	case <-p.Done():
-		require.ErrorIs(t, p.Err(), rlock.ErrPermitLost)
-	case <-time.After(2 * watchdog):
-		t.Fatal("the Go handle did not learn that Java released its permits")
-	}
+	released := time.Now()
+	answer(java.pesTryReleaseList(ctx, name, javaID(t, ids[1]))).is(t, 1)
+	expEnds(t, p, released, 2*watchdog, rlock.ErrPermitLost, "the Go handle learning that Java released its permits")
 	// A lost handle's Release still sends the release: Redis no longer has
 	// the ids, so it changes nothing (Java's tryRelease of an unknown id).
 	require.ErrorIs(t, p.Release(ctx), rlock.ErrNoSuchPermit)
 	permitCounts(t, ctx, env, es, 4, 0, 4)
 
 	// Java's list release of several Go ids at once.
-	q, err := es.Acquire(ctx, 3)
-	require.NoError(t, err)
+	q := answer(es.Acquire(ctx, 3)).value(t)
 	var qids [][]byte
 	for _, id := range q.IDs() {
 		qids = append(qids, javaID(t, id))
 	}
-	r, err = java.pesTryReleaseList(ctx, name, qids...)
-	require.NoError(t, err)
-	require.Equal(t, int64(3), r)
+	answer(java.pesTryReleaseList(ctx, name, qids...)).is(t, 3)
 	permitCounts(t, ctx, env, es, 4, 0, 4)
 
 	// Java's list release is all or nothing with a Go id among stale ones.
-	rp, err := es.TryAcquire(ctx, 1)
-	require.NoError(t, err)
+	rp := answer(es.TryAcquire(ctx, 1)).value(t)
 	rid := javaID(t, rp.IDs()[0])
-	r, err = java.pesTryReleaseList(ctx, name, rid, javaNewID(t))
-	require.NoError(t, err)
-	require.Zero(t, r)
-	r, err = java.pesTryReleaseList(ctx, name, rid, qids[0])
-	require.NoError(t, err)
-	require.Zero(t, r)
-	lease, err := es.LeaseTime(ctx, rp.IDs()[0])
-	require.NoError(t, err)
+	answer(java.pesTryReleaseList(ctx, name, rid, javaNewID(t))).is(t, 0)
+	answer(java.pesTryReleaseList(ctx, name, rid, qids[0])).is(t, 0)
+	lease := answer(es.LeaseTime(ctx, rp.IDs()[0])).value(t)
 	require.Greater(t, lease, time.Duration(0))
 	require.LessOrEqual(t, lease, watchdog)
-	jl, err := java.pesGetLeaseTime(ctx, name, rid)
-	require.NoError(t, err)
+	jl := answer(java.pesGetLeaseTime(ctx, name, rid)).value(t)
 	require.Greater(t, jl, int64(0), "Java reads the Go permit's remaining lease")
 	require.LessOrEqual(t, jl, watchdog.Milliseconds())
 	require.NoError(t, rp.Release(ctx))
@@ -547,41 +468,28 @@ func TestInteropPermitJavaIDsReleasedByGo(t *testing.T) {
 // and in a list, in either hex case) the permits Java took with its own ids,
 // and Java reads Go's lease and publishes as Go expects.
 func interopPermitJavaIDsReleasedByGo(t *testing.T, env syncEnv) {
-	ctx := testCtx(t, 60*time.Second)
 	name, java := env.name, env.java
+	ctx, sub := env.scenario(t, 60*time.Second, javaSemaphoreChannel(name))
 	es := env.c.NewExpirableSemaphore(name)
-	sub := javaSubscribe(t, env, javaSemaphoreChannel(name))
 
-	ok, err := java.pesTrySetPermits(ctx, name, 3)
-	require.NoError(t, err)
-	require.True(t, ok)
+	answer(java.pesTrySetPermits(ctx, name, 3)).is(t, true)
 	require.Equal(t, []int64{3}, sub.until())
 	a, b, c := javaNewID(t), javaNewID(t), javaNewID(t)
-	reply, err := java.pesTryAcquire(ctx, name, 0, a) // no lease
-	require.NoError(t, err)
-	require.Equal(t, "OK", reply)
-	reply, err = java.pesTryAcquire(ctx, name, time.Minute, b)
-	require.NoError(t, err)
-	require.Equal(t, "OK", reply)
+	answer(java.pesTryAcquire(ctx, name, 0, a)).is(t, javaAcquired) // no lease
+	answer(java.pesTryAcquire(ctx, name, time.Minute, b)).is(t, javaAcquired)
 
-	lease, err := es.LeaseTime(ctx, idHex(a))
-	require.NoError(t, err)
-	require.Equal(t, rlock.NoLease, lease, "Java's sentinel score is no lease")
-	lease, err = es.LeaseTime(ctx, strings.ToUpper(idHex(b)))
-	require.NoError(t, err)
+	answer(es.LeaseTime(ctx, idHex(a))).is(t, rlock.NoLease, "Java's sentinel score is no lease")
+	lease := answer(es.LeaseTime(ctx, strings.ToUpper(idHex(b)))).value(t)
 	require.Greater(t, lease, 50*time.Second)
 	require.LessOrEqual(t, lease, time.Minute)
 	permitCounts(t, ctx, env, es, 1, 2, 3)
 
 	// Go takes the last permit; a Java tryAcquire is told the earliest expiry,
 	// which is Go's watchdog lease (30 s, before Java's 60 s).
-	p, err := es.TryAcquire(ctx, 1)
-	require.NoError(t, err)
+	p := answer(es.TryAcquire(ctx, 1)).value(t)
 	goScore, held := zscore(t, env, javaID(t, p.IDs()[0]))
 	require.True(t, held)
-	reply, err = java.pesTryAcquire(ctx, name, 0, c)
-	require.NoError(t, err)
-	require.Equal(t, ":"+strconv.FormatInt(goScore, 10), reply)
+	answer(java.pesTryAcquire(ctx, name, 0, c)).is(t, javaWaitUntil(goScore))
 
 	// Go releases Java's permit a by its upper-case hex id: Java's single
 	// release, publishing the new available value.
@@ -590,30 +498,17 @@ func interopPermitJavaIDsReleasedByGo(t *testing.T, env syncEnv) {
 	require.False(t, held)
 	require.Equal(t, int64(1), sub.next(wakeBound))
 	require.ErrorIs(t, es.Release(ctx, idHex(a)), rlock.ErrNoSuchPermit)
-	reply, err = java.pesTryAcquire(ctx, name, 0, c)
-	require.NoError(t, err)
-	require.Equal(t, "OK", reply, "the Java waiter acquires the permit Go released")
+	answer(java.pesTryAcquire(ctx, name, 0, c)).is(t, javaAcquired, "the Java waiter acquires the permit Go released")
 
 	// Go re-leases Java's permit b; Java reads the sentinel and the new lease.
-	ok, err = es.UpdateLease(ctx, idHex(b), rlock.NoLease)
-	require.NoError(t, err)
-	require.True(t, ok)
-	jl, err := java.pesGetLeaseTime(ctx, name, b)
-	require.NoError(t, err)
-	require.Equal(t, int64(-1), jl, "Go stored the no-lease sentinel as Java's exact text "+javaNoLease)
-	ok, err = es.UpdateLease(ctx, idHex(b), 45*time.Second)
-	require.NoError(t, err)
-	require.True(t, ok)
-	jl, err = java.pesGetLeaseTime(ctx, name, b)
-	require.NoError(t, err)
+	answer(es.UpdateLease(ctx, idHex(b), rlock.NoLease)).is(t, true)
+	answer(java.pesGetLeaseTime(ctx, name, b)).is(t, -1, "Go stored the no-lease sentinel as Java's exact text "+javaNoLease)
+	answer(es.UpdateLease(ctx, idHex(b), 45*time.Second)).is(t, true)
+	jl := answer(java.pesGetLeaseTime(ctx, name, b)).value(t)
 	require.Greater(t, jl, int64(40000))
 	require.LessOrEqual(t, jl, int64(45000))
-	ok, err = java.pesUpdateLeaseTime(ctx, name, b, time.Minute)
-	require.NoError(t, err)
-	require.True(t, ok)
-	lease, err = es.LeaseTime(ctx, idHex(b))
-	require.NoError(t, err)
-	require.Greater(t, lease, 50*time.Second)
+	answer(java.pesUpdateLeaseTime(ctx, name, b, time.Minute)).is(t, true)
+	require.Greater(t, answer(es.LeaseTime(ctx, idHex(b))).value(t), 50*time.Second)
 
 	// Go's list release of two Java ids is all or nothing...
 	require.ErrorIs(t, es.Release(ctx, idHex(b), idHex(javaNewID(t))), rlock.ErrNoSuchPermit)
@@ -632,19 +527,15 @@ func interopPermitJavaIDsReleasedByGo(t *testing.T, env syncEnv) {
 // availablePermits), publishing what Java publishes.
 func TestInteropPermitReclaim(t *testing.T) {
 	env := standaloneSync(t)
-	ctx := testCtx(t, 60*time.Second)
 	name, java := env.name, env.java
+	ctx, sub := env.scenario(t, 60*time.Second, javaSemaphoreChannel(name))
 	es := env.c.NewExpirableSemaphore(name)
-	sub := javaSubscribe(t, env, javaSemaphoreChannel(name))
 
-	ok, err := es.TrySetPermits(ctx, 1)
-	require.NoError(t, err)
-	require.True(t, ok)
+	answer(es.TrySetPermits(ctx, 1)).is(t, true)
 	// Long enough for the Java peer to see the permit held first.
 	const lease = time.Second
 	before := javaNow()
-	p, err := es.TryAcquire(ctx, 1, rlock.WithPermitLease(lease))
-	require.NoError(t, err)
+	p := answer(es.TryAcquire(ctx, 1, rlock.WithPermitLease(lease))).value(t)
 	after := javaNow()
 	goID := p.IDs()[0]
 	score, held := zscore(t, env, javaID(t, goID))
@@ -652,59 +543,37 @@ func TestInteropPermitReclaim(t *testing.T) {
 	require.GreaterOrEqual(t, score, before+lease.Milliseconds(), "score = now + lease")
 	require.LessOrEqual(t, score, after+lease.Milliseconds())
 	k := javaNewID(t)
-	reply, err := java.pesTryAcquire(ctx, name, 0, k)
-	require.NoError(t, err)
-	require.Equal(t, ":"+strconv.FormatInt(score, 10), reply, "Java waits until Go's lease ends")
+	answer(java.pesTryAcquire(ctx, name, 0, k)).is(t, javaWaitUntil(score), "Java waits until Go's lease ends")
 
 	// Java's tryAcquire reclaims the expired Go permit.
 	waitPast(t, score)
-	reply, err = java.pesTryAcquire(ctx, name, 0, k)
-	require.NoError(t, err)
-	require.Equal(t, "OK", reply)
-	select {
-	case <-p.Done():
-		require.ErrorIs(t, p.Err(), rlock.ErrPermitLost)
-	case <-time.After(wakeBound):
-		t.Fatal("the Go handle of a reclaimed permit is not done")
-	}
+	reclaimed := time.Now()
+	answer(java.pesTryAcquire(ctx, name, 0, k)).is(t, javaAcquired)
+	expEnds(t, p, reclaimed, wakeBound, rlock.ErrPermitLost, "the Go handle of a reclaimed permit")
 	require.ErrorIs(t, es.Release(ctx, goID), rlock.ErrNoSuchPermit)
-	_, err = es.LeaseTime(ctx, goID)
-	require.ErrorIs(t, err, rlock.ErrNoSuchPermit)
+	require.ErrorIs(t, errOf(es.LeaseTime(ctx, goID)), rlock.ErrNoSuchPermit)
 	require.ErrorIs(t, p.Release(ctx), rlock.ErrNoSuchPermit, "Java reclaimed it: nothing to give back")
 	permitCounts(t, ctx, env, es, 0, 1, 1)
-	l, err := es.LeaseTime(ctx, idHex(k))
-	require.NoError(t, err)
-	require.Equal(t, rlock.NoLease, l)
+	answer(es.LeaseTime(ctx, idHex(k))).is(t, rlock.NoLease)
 
 	// Go's availablePermits reclaims Java's expired permit.
-	ok, err = java.pesTryRelease(ctx, name, k)
-	require.NoError(t, err)
-	require.True(t, ok)
+	answer(java.pesTryRelease(ctx, name, k)).is(t, true)
 	j := javaNewID(t)
 	const javaLease = 300 * time.Millisecond
-	reply, err = java.pesTryAcquire(ctx, name, javaLease, j)
-	require.NoError(t, err)
-	require.Equal(t, "OK", reply)
+	answer(java.pesTryAcquire(ctx, name, javaLease, j)).is(t, javaAcquired)
 	score, held = zscore(t, env, j)
 	require.True(t, held)
 	waitPast(t, score)
-	n, err := es.AvailablePermits(ctx)
-	require.NoError(t, err)
-	require.Equal(t, int64(1), n)
+	answer(es.AvailablePermits(ctx)).is(t, 1)
 	_, held = zscore(t, env, j)
 	require.False(t, held, "Go reclaimed Java's expired permit")
-	jl, err := java.pesGetLeaseTime(ctx, name, j)
-	require.NoError(t, err)
-	require.Zero(t, jl, "unknown to Java")
+	answer(java.pesGetLeaseTime(ctx, name, j)).is(t, 0, "unknown to Java")
 
 	// Go's tryAcquire reclaims Java's expired permit.
-	reply, err = java.pesTryAcquire(ctx, name, javaLease, j)
-	require.NoError(t, err)
-	require.Equal(t, "OK", reply)
+	answer(java.pesTryAcquire(ctx, name, javaLease, j)).is(t, javaAcquired)
 	score, _ = zscore(t, env, j)
 	waitPast(t, score)
-	q, err := es.TryAcquire(ctx, 1)
-	require.NoError(t, err)
+	q := answer(es.TryAcquire(ctx, 1)).value(t)
 	_, held = zscore(t, env, j)
 	require.False(t, held)
 	require.NoError(t, q.Release(ctx))
@@ -715,73 +584,49 @@ func TestInteropPermitReclaim(t *testing.T) {
 	require.Equal(t, []int64{1, 1, 1, 1, 1, 1}, sub.until())
 }
 
-func TestInteropPermitWake(t *testing.T) {
-	interopPermitWake(t, standaloneSync(t))
-}
+func TestInteropPermitWake(t *testing.T) { interopPermitWake(t, standaloneSync(t)) }
 
 // interopPermitWake: a Java single release and list release wake blocked Go
 // acquirers (whose only other wake-up is a minute away), and a Go release
 // wakes the Java waiter.
 func interopPermitWake(t *testing.T, env syncEnv) {
-	ctx := testCtx(t, 60*time.Second)
 	name, java, ch := env.name, env.java, javaSemaphoreChannel(env.name)
+	ctx, sub := env.scenario(t, 60*time.Second, ch)
 	es := env.c.NewExpirableSemaphore(name)
-	sub := javaSubscribe(t, env, ch)
 
-	ok, err := java.pesTrySetPermits(ctx, name, 1)
-	require.NoError(t, err)
-	require.True(t, ok)
+	answer(java.pesTrySetPermits(ctx, name, 1)).is(t, true)
 	j := javaNewID(t)
-	reply, err := java.pesTryAcquire(ctx, name, 0, j)
-	require.NoError(t, err)
-	require.Equal(t, "OK", reply)
+	answer(java.pesTryAcquire(ctx, name, 0, j)).is(t, javaAcquired)
 
 	// The Java holder has no lease: the Go waiter has no expiry to wait for,
 	// only the message.
 	var p *rlock.Permits
-	from := env.calls.count()
-	got := goAsync(func() (err error) { p, err = es.Acquire(ctx, 1); return err })
-	waitSubscribed(t, ctx, env, ch, 2)
-	waitAsleep(t, env, from, 2, "Go Acquire")
-	ok, err = java.pesTryRelease(ctx, name, j)
-	require.NoError(t, err)
-	require.True(t, ok)
-	require.NoError(t, within(t, got, wakeBound, "Go Acquire after Java tryRelease"))
+	got := goAsleep(t, ctx, env, ch, "Go Acquire", func() (err error) { p, err = es.Acquire(ctx, 1); return err })[0]
+	answer(java.pesTryRelease(ctx, name, j)).is(t, true)
+	require.NoError(t, syncAwait(t, got, wakeBound, "Go Acquire after Java tryRelease").err)
 	require.Equal(t, []int64{1, 1}, sub.until(), "Java's trySetPermits and release; nothing from Go's acquire")
 
 	// The Java waiter is told Go's expiry; Go's release wakes it.
 	k := javaNewID(t)
 	goScore, _ := zscore(t, env, javaID(t, p.IDs()[0]))
-	reply, err = java.pesTryAcquire(ctx, name, 0, k)
-	require.NoError(t, err)
-	require.Equal(t, ":"+strconv.FormatInt(goScore, 10), reply)
+	answer(java.pesTryAcquire(ctx, name, 0, k)).is(t, javaWaitUntil(goScore))
 	require.NoError(t, p.Release(ctx))
 	require.Equal(t, int64(1), sub.next(wakeBound), "Go's release publishes the new available value")
-	reply, err = java.pesTryAcquire(ctx, name, 0, k)
-	require.NoError(t, err)
-	require.Equal(t, "OK", reply)
-	reply, err = java.pesTryAcquire(ctx, name, 0, javaNewID(t))
-	require.NoError(t, err)
-	require.Empty(t, reply, "nil: no permit and no expiry to wait for")
+	answer(java.pesTryAcquire(ctx, name, 0, k)).is(t, javaAcquired)
+	answer(java.pesTryAcquire(ctx, name, 0, javaNewID(t))).is(t, "", "nil: no permit and no expiry to wait for")
 
 	// A Go waiter for 2 permits (timed) is not satisfied by Java's
 	// addPermits(1), and is by Java's list release that follows.
 	var q *rlock.Permits
-	from = env.calls.count()
-	got = goAsync(func() (err error) {
+	got = goAsleep(t, ctx, env, ch, "Go TryAcquire(2)", func() (err error) {
 		q, err = es.TryAcquire(ctx, 2, rlock.WithWaitTime(40*time.Second))
 		return err
+	})[0]
+	wokenStillWaiting(t, env, got, "Go TryAcquire(2) with 1 permit", func() {
+		require.NoError(t, java.pesAddPermits(ctx, name, 1))
 	})
-	waitSubscribed(t, ctx, env, ch, 2)
-	waitAsleep(t, env, from, 2, "Go TryAcquire(2)")
-	from = env.calls.count()
-	require.NoError(t, java.pesAddPermits(ctx, name, 1))
-	waitAsleep(t, env, from, 1, "Go TryAcquire(2) woken by the message 1")
-	stillWaiting(t, got, "Go TryAcquire(2) with 1 permit")
-	r, err := java.pesTryReleaseList(ctx, name, k)
-	require.NoError(t, err)
-	require.Equal(t, int64(1), r)
-	require.NoError(t, within(t, got, wakeBound, "Go TryAcquire(2) after Java's list release"))
+	answer(java.pesTryReleaseList(ctx, name, k)).is(t, 1)
+	require.NoError(t, syncAwait(t, got, wakeBound, "Go TryAcquire(2) after Java's list release").err)
 	require.Len(t, q.IDs(), 2)
 	require.NoError(t, q.Release(ctx))
 	permitCounts(t, ctx, env, es, 2, 0, 2)
@@ -793,19 +638,14 @@ func interopPermitWake(t *testing.T, env syncEnv) {
 // semaphore publishes what Java's script publishes for it (§2.12, §2.14).
 func TestInteropPermitGoPublishes(t *testing.T) {
 	env := standaloneSync(t)
-	ctx := testCtx(t, 30*time.Second)
 	name, java := env.name, env.java
+	ctx, sub := env.scenario(t, 30*time.Second, javaSemaphoreChannel(name))
 	es := env.c.NewExpirableSemaphore(name)
-	sub := javaSubscribe(t, env, javaSemaphoreChannel(name))
 
-	require.NoError(t, es.SetPermits(ctx, 3)) // absent: SET 3, publish 3
-	ok, err := es.TrySetPermits(ctx, 5)       // exists: nothing
-	require.NoError(t, err)
-	require.False(t, ok)
+	require.NoError(t, es.SetPermits(ctx, 3))     // absent: SET 3, publish 3
+	answer(es.TrySetPermits(ctx, 5)).is(t, false) // exists: nothing
 	j := javaNewID(t)
-	reply, err := java.pesTryAcquire(ctx, name, 0, j)
-	require.NoError(t, err)
-	require.Equal(t, "OK", reply)
+	answer(java.pesTryAcquire(ctx, name, 0, j)).is(t, javaAcquired)
 	require.NoError(t, es.SetPermits(ctx, 3))  // total is 3: nothing
 	require.NoError(t, es.SetPermits(ctx, 5))  // publish the total, 5
 	require.NoError(t, es.AddPermits(ctx, 2))  // publish the delta, 2
@@ -813,16 +653,11 @@ func TestInteropPermitGoPublishes(t *testing.T) {
 	permitCounts(t, ctx, env, es, 5, 1, 6)
 	require.NoError(t, es.SetPermits(ctx, 1)) // available 0, publish 1
 	permitCounts(t, ctx, env, es, 0, 1, 1)
-	_, err = es.TryAcquire(ctx, 1)
-	require.ErrorIs(t, err, rlock.ErrNotAcquired)
-	ok, err = es.Delete(ctx)
-	require.NoError(t, err)
-	require.True(t, ok)
+	require.ErrorIs(t, errOf(es.TryAcquire(ctx, 1)), rlock.ErrNotAcquired)
+	answer(es.Delete(ctx)).is(t, true)
 	_, held := zscore(t, env, j)
 	require.False(t, held, "Delete covers both keys, as Java's")
-	ok, err = es.TrySetPermits(ctx, 2) // publish 2
-	require.NoError(t, err)
-	require.True(t, ok)
+	answer(es.TrySetPermits(ctx, 2)).is(t, true) // publish 2
 	require.Equal(t, []int64{3, 5, 2, 1, 2}, sub.until())
 
 	// Java's counterparts publish the same on Go's semaphore.
@@ -839,35 +674,21 @@ func TestInteropLatchJavaOpensGoAwait(t *testing.T) {
 }
 
 func interopLatchJavaOpensGoAwait(t *testing.T, env syncEnv) {
-	ctx := testCtx(t, 30*time.Second)
 	name, java, ch := env.name, env.java, javaLatchChannel(env.name)
+	ctx, sub := env.scenario(t, 30*time.Second, ch)
 	l := env.c.NewCountDownLatch(name)
-	sub := javaSubscribe(t, env, ch)
 
-	ok, err := java.latchTrySetCount(ctx, name, 2)
-	require.NoError(t, err)
-	require.True(t, ok)
-	ok, err = l.TrySetCount(ctx, 5)
-	require.NoError(t, err)
-	require.False(t, ok, "Java set it")
-	n, err := l.Count(ctx)
-	require.NoError(t, err)
-	require.Equal(t, int64(2), n)
+	answer(java.latchTrySetCount(ctx, name, 2)).is(t, true)
+	answer(l.TrySetCount(ctx, 5)).is(t, false, "Java set it")
+	answer(l.Count(ctx)).is(t, 2)
 
-	from := env.calls.count()
-	got := goAsync(func() error { return l.Await(ctx) })
-	waitSubscribed(t, ctx, env, ch, 2)
-	waitAsleep(t, env, from, 2, "Go Await")
+	got := goAsleep(t, ctx, env, ch, "Go Await", func() error { return l.Await(ctx) })[0]
 	require.NoError(t, java.latchCountDown(ctx, name))
-	n, err = l.Count(ctx)
-	require.NoError(t, err)
-	require.Equal(t, int64(1), n)
+	answer(l.Count(ctx)).is(t, 1)
 	stillWaiting(t, got, "Go Await at count 1")
 	require.NoError(t, java.latchCountDown(ctx, name))
-	require.NoError(t, within(t, got, wakeBound, "Go Await after Java's last countDown"))
-	n, err = l.Count(ctx)
-	require.NoError(t, err)
-	require.Zero(t, n)
+	require.NoError(t, syncAwait(t, got, wakeBound, "Go Await after Java's last countDown").err)
+	answer(l.Count(ctx)).is(t, 0)
 	require.NoError(t, l.Await(ctx), "at zero, at once")
 	require.Equal(t, []int64{1, 0}, sub.until(), "Java's trySetCount and opening countDown")
 }
@@ -877,45 +698,30 @@ func TestInteropLatchGoCountDownSeenByJava(t *testing.T) {
 }
 
 func interopLatchGoCountDownSeenByJava(t *testing.T, env syncEnv) {
-	ctx := testCtx(t, 30*time.Second)
 	name, java := env.name, env.java
+	ctx, sub := env.scenario(t, 30*time.Second, javaLatchChannel(name))
 	l := env.c.NewCountDownLatch(name)
-	sub := javaSubscribe(t, env, javaLatchChannel(name))
 
-	ok, err := l.TrySetCount(ctx, 2)
-	require.NoError(t, err)
-	require.True(t, ok)
+	answer(l.TrySetCount(ctx, 2)).is(t, true)
 	require.Equal(t, int64(1), sub.next(wakeBound), "trySetCount publishes 1")
-	ok, err = java.latchTrySetCount(ctx, name, 3)
-	require.NoError(t, err)
-	require.False(t, ok, "Go set it")
-	n, err := java.latchGetCount(ctx, name)
-	require.NoError(t, err)
-	require.Equal(t, int64(2), n)
+	answer(java.latchTrySetCount(ctx, name, 3)).is(t, false, "Go set it")
+	answer(java.latchGetCount(ctx, name)).is(t, 2)
 	requireDecimal(t, env, 2)
 
 	require.NoError(t, l.CountDown(ctx))
-	n, err = java.latchGetCount(ctx, name)
-	require.NoError(t, err)
-	require.Equal(t, int64(1), n)
+	answer(java.latchGetCount(ctx, name)).is(t, 1)
 	require.Empty(t, sub.until(), "no message above zero")
 	require.NoError(t, l.CountDown(ctx))
 	require.Equal(t, int64(0), sub.next(wakeBound), "the Java waiters open on 0")
-	exists, err := env.rdb.Exists(ctx, name).Result()
-	require.NoError(t, err)
-	require.Zero(t, exists, "deleted at zero")
+	answer(env.rdb.Exists(ctx, name).Result()).is(t, 0, "deleted at zero")
 
 	// Counting down an absent latch changes nothing and publishes nothing.
 	require.NoError(t, l.CountDown(ctx))
-	exists, err = env.rdb.Exists(ctx, name).Result()
-	require.NoError(t, err)
-	require.Zero(t, exists)
+	answer(env.rdb.Exists(ctx, name).Result()).is(t, 0)
 	require.Empty(t, sub.until())
 
 	// Java can set it again, Go counts down Java's latch.
-	ok, err = java.latchTrySetCount(ctx, name, 1)
-	require.NoError(t, err)
-	require.True(t, ok)
+	answer(java.latchTrySetCount(ctx, name, 1)).is(t, true)
 	require.NoError(t, l.CountDown(ctx))
 	require.Equal(t, []int64{1, 0}, sub.until())
 }
@@ -925,50 +731,31 @@ func TestInteropLatchJavaDeleteFailsGoAwait(t *testing.T) {
 }
 
 func interopLatchJavaDeleteFailsGoAwait(t *testing.T, env syncEnv) {
-	ctx := testCtx(t, 30*time.Second)
 	name, java, ch := env.name, env.java, javaLatchChannel(env.name)
+	ctx, sub := env.scenario(t, 30*time.Second, ch)
 	l := env.c.NewCountDownLatch(name)
-	sub := javaSubscribe(t, env, ch)
 
-	ok, err := java.latchTrySetCount(ctx, name, 1)
-	require.NoError(t, err)
-	require.True(t, ok)
-	from := env.calls.count()
-	got := goAsync(func() error { return l.Await(ctx) })
-	waitSubscribed(t, ctx, env, ch, 2)
-	waitAsleep(t, env, from, 2, "Go Await")
-	ok, err = java.latchDelete(ctx, name)
-	require.NoError(t, err)
-	require.True(t, ok)
-	require.ErrorIs(t, within(t, got, wakeBound, "Go Await after Java's delete"), rlock.ErrLatchDeleted)
+	answer(java.latchTrySetCount(ctx, name, 1)).is(t, true)
+	got := goAsleep(t, ctx, env, ch, "Go Await", func() error { return l.Await(ctx) })[0]
+	answer(java.latchDelete(ctx, name)).is(t, true)
+	require.ErrorIs(t, syncAwait(t, got, wakeBound, "Go Await after Java's delete").err, rlock.ErrLatchDeleted)
 	require.Equal(t, []int64{1, 1}, sub.until(), "Java's trySetCount and delete")
 }
 
 func TestInteropLatchGoDeletePublishesOne(t *testing.T) {
 	env := standaloneSync(t)
-	ctx := testCtx(t, 30*time.Second)
 	name, java := env.name, env.java
+	ctx, sub := env.scenario(t, 30*time.Second, javaLatchChannel(name))
 	l := env.c.NewCountDownLatch(name)
-	sub := javaSubscribe(t, env, javaLatchChannel(name))
 
-	ok, err := java.latchTrySetCount(ctx, name, 3)
-	require.NoError(t, err)
-	require.True(t, ok)
+	answer(java.latchTrySetCount(ctx, name, 3)).is(t, true)
 	require.Equal(t, []int64{1}, sub.until())
-	ok, err = l.Delete(ctx)
-	require.NoError(t, err)
-	require.True(t, ok)
+	answer(l.Delete(ctx)).is(t, true)
 	require.Equal(t, int64(1), sub.next(wakeBound), "delete publishes 1")
-	ok, err = l.Delete(ctx)
-	require.NoError(t, err)
-	require.False(t, ok)
-	n, err := java.latchGetCount(ctx, name)
-	require.NoError(t, err)
-	require.Zero(t, n)
+	answer(l.Delete(ctx)).is(t, false)
+	answer(java.latchGetCount(ctx, name)).is(t, 0)
 	require.Empty(t, sub.until(), "deleting an absent latch publishes nothing")
-	ok, err = java.latchTrySetCount(ctx, name, 1)
-	require.NoError(t, err)
-	require.True(t, ok, "Java can set the latch Go deleted")
+	answer(java.latchTrySetCount(ctx, name, 1)).is(t, true, "Java can set the latch Go deleted")
 }
 
 // ---- Cluster ----

@@ -53,86 +53,93 @@ func syncEnvInt(t testing.TB, key string, def int) int {
 	return n
 }
 
-// syncKinds are the two semaphore kinds, as functions that take n permits
-// and return how to give them back.
-var syncKinds = []struct {
-	name    string
-	acquire func(ctx context.Context, c *rlock.Client, name string, n int64) (func(context.Context) error, error)
-}{
-	{"sem", func(ctx context.Context, c *rlock.Client, name string, n int64) (func(context.Context) error, error) {
-		s := c.NewSemaphore(name)
-		if err := s.Acquire(ctx, n); err != nil {
-			return nil, err
-		}
-		return func(ctx context.Context) error { return s.Release(ctx, n) }, nil
-	}},
-	{"pes", func(ctx context.Context, c *rlock.Client, name string, n int64) (func(context.Context) error, error) {
-		p, err := c.NewExpirableSemaphore(name).Acquire(ctx, n)
-		if err != nil {
-			return nil, err
-		}
-		if len(p.IDs()) != int(n) {
-			return nil, fmt.Errorf("acquired %d ids for %d permits: %v", len(p.IDs()), n, p.IDs())
-		}
-		return p.Release, nil
-	}},
+// syncProcs is the parent's side of a multi-process test: a client of the
+// shared server, an rlock.Client on it, the semaphores' base name and the
+// workers, started.
+type syncProcs struct {
+	rdb  *redis.Client
+	c    *rlock.Client
+	ctx  context.Context
+	base string
+	ws   []*redistest.Worker
 }
 
-// syncInit creates the semaphore of each kind, name+":"+kind, with permits
-// permits, and deletes their keys at the end of the test.
-func syncInit(t *testing.T, ctx context.Context, rdb *redis.Client, c *rlock.Client, base string, permits int64) {
+// syncRunProcs creates a semaphore of each kind, base+":"+kind.name, with
+// permits permits (their keys deleted at the end of the test), starts n
+// workers of role with env, waits until each says READY and releases them
+// all at once (a BLPOP each on base+":start", which env names as SYNC_START).
+func syncRunProcs(t *testing.T, role string, n int, permits int64, env ...string) syncProcs {
 	t.Helper()
-	ok, err := c.NewSemaphore(base+":sem").TrySetPermits(ctx, permits, 0)
-	require.NoError(t, err)
-	require.True(t, ok)
-	ok, err = c.NewExpirableSemaphore(base+":pes").TrySetPermits(ctx, permits)
-	require.NoError(t, err)
-	require.True(t, ok)
+	srv := redistest.Shared(t)
+	p := syncProcs{rdb: srv.Client(t), ctx: testCtx(t, 3*time.Minute), base: redistest.Name(t)}
+	p.c = newClient(t, p.rdb)
+	for _, k := range syncKinds {
+		answer(k.set(p.ctx, p.c, p.base+":"+k.name, permits)).is(t, true, k.kind)
+	}
 	t.Cleanup(func() {
-		_ = rdb.Del(context.Background(), base+":sem", base+":pes", syncTimeoutKey(base+":pes"),
-			base+":sem:inside", base+":pes:inside", base+":start").Err()
+		_ = p.rdb.Del(context.Background(), p.base+":sem", p.base+":pes", syncTimeoutKey(p.base+":pes"),
+			p.base+":sem:inside", p.base+":pes:inside", p.base+":start").Err()
 	})
-}
-
-// syncRequireIntact checks that both semaphores of base are back to permits
-// available and no permit is held, read with plain commands.
-func syncRequireIntact(t *testing.T, rdb *redis.Client, base string, permits int64) {
-	t.Helper()
-	v, _ := syncGet(t, rdb, base+":sem")
-	require.Equal(t, permits, v, "Semaphore: available permits after every release")
-	v, _ = syncGet(t, rdb, base+":pes")
-	require.Equal(t, permits, v, "ExpirableSemaphore: available permits after every release")
-	require.Zero(t, syncZCard(t, rdb, syncTimeoutKey(base+":pes")), "ExpirableSemaphore: no permit left acquired")
-}
-
-// syncStartWorkers starts n workers of role, waits until each says READY and
-// releases them all at once (a BLPOP each on base+":start", which env names
-// as SYNC_START).
-func syncStartWorkers(t *testing.T, ctx context.Context, rdb *redis.Client, base, role string, n int, env ...string) []*redistest.Worker {
-	t.Helper()
-	env = append(env, "SYNC_BASE="+base, "SYNC_START="+base+":start")
-	ws := redistest.RunWorkers(t, t.Name(), role, n, env...)
-	for _, w := range ws {
+	env = append(env, "WAIT_ADDR="+srv.Addr, "SYNC_BASE="+p.base, "SYNC_START="+p.base+":start")
+	p.ws = redistest.RunWorkers(t, t.Name(), role, n, env...)
+	for _, w := range p.ws {
 		w.Expect(t, "READY", 60*time.Second)
 	}
 	for range n {
-		require.NoError(t, rdb.RPush(ctx, base+":start", "go").Err())
+		require.NoError(t, p.rdb.RPush(p.ctx, p.base+":start", "go").Err())
 	}
-	return ws
+	return p
 }
 
-// syncWorkerStart is a worker's start: a client of $WAIT_ADDR and an
-// rlock.Client on it, READY said and the start signal received.
-func syncWorkerStart(t *testing.T) (*redis.Client, *rlock.Client, context.Context) {
+// requireIntact checks that both semaphores are back to permits available
+// and no permit is held, read with plain commands.
+func (p syncProcs) requireIntact(t *testing.T, permits int64) {
+	t.Helper()
+	for _, k := range syncKinds {
+		v, _ := syncGet(t, p.rdb, p.base+":"+k.name)
+		require.Equal(t, permits, v, "%s: available permits after every release", k.kind)
+	}
+	require.Zero(t, syncZCard(t, p.rdb, syncTimeoutKey(p.base+":pes")), "ExpirableSemaphore: no permit left acquired")
+}
+
+// syncWorkerClient is a worker's client of $WAIT_ADDR, an rlock.Client with
+// opts on it and a context of d, all ended with the worker's test.
+func syncWorkerClient(t *testing.T, d time.Duration, opts ...rlock.ClientOption) (*redis.Client, *rlock.Client, context.Context) {
 	rdb := waitWorkerClient(t)
-	c, err := rlock.New(rdb)
+	c, err := rlock.New(rdb, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
+	return rdb, c, ctx
+}
+
+// syncWorkerStart is a worker's start: its clients (syncWorkerClient), READY
+// said and the start signal received.
+func syncWorkerStart(t *testing.T) (*redis.Client, *rlock.Client, context.Context) {
+	rdb, c, ctx := syncWorkerClient(t, 2*time.Minute)
 	fmt.Println("READY")
 	require.NoError(t, rdb.BLPop(ctx, time.Minute, os.Getenv("SYNC_START")).Err())
 	return rdb, c, ctx
+}
+
+// syncReadWorker hands each line of w to each until w's output ends (within
+// d), then requires w to have exited 0.
+func syncReadWorker(t *testing.T, w *redistest.Worker, d time.Duration, each func(line string)) {
+	t.Helper()
+	timeout := time.After(d)
+	for {
+		select {
+		case line, ok := <-w.Lines():
+			if !ok {
+				require.NoError(t, w.Wait(), "worker %d; output:\n%s", w.Index, w.Output())
+				return
+			}
+			each(line)
+		case <-timeout:
+			t.Fatalf("worker %d did not finish; output:\n%s", w.Index, w.Output())
+		}
+	}
 }
 
 // TestSyncCountsAcrossProcesses: 16 processes each acquire and release 100
@@ -146,30 +153,18 @@ func TestSyncCountsAcrossProcesses(t *testing.T) {
 	}
 	procs := syncEnvInt(t, "HOLDFAST_SYNC_PROCS", 16)
 	rounds := syncEnvInt(t, "HOLDFAST_SYNC_ROUNDS", 100)
-	srv := redistest.Shared(t)
-	rdb := srv.Client(t)
-	c := newClient(t, rdb)
-	ctx := testCtx(t, 3*time.Minute)
-	base := redistest.Name(t)
-	syncInit(t, ctx, rdb, c, base, syncPermits)
-
-	ws := syncStartWorkers(t, ctx, rdb, base, syncCountsRole, procs,
-		"WAIT_ADDR="+srv.Addr, "SYNC_ROUNDS="+strconv.Itoa(rounds))
+	p := syncRunProcs(t, syncCountsRole, procs, syncPermits, "SYNC_ROUNDS="+strconv.Itoa(rounds))
 	begin := time.Now()
-	for _, w := range ws {
+	for _, w := range p.ws {
 		line := w.Expect(t, "DONE ", 2*time.Minute)
 		require.Equal(t, "DONE "+strconv.Itoa(rounds), line, "worker %d", w.Index)
 		require.NoError(t, w.Wait(), "worker %d; output:\n%s", w.Index, w.Output())
 	}
 	t.Logf("%d processes x %d acquire/release cycles x 2 kinds in %v", procs, rounds, time.Since(begin).Round(time.Millisecond))
-	syncRequireIntact(t, rdb, base, syncPermits)
-	pes := c.NewExpirableSemaphore(base + ":pes")
-	total, err := pes.Permits(ctx)
-	require.NoError(t, err)
-	require.EqualValues(t, syncPermits, total)
-	acquired, err := pes.AcquiredPermits(ctx)
-	require.NoError(t, err)
-	require.Zero(t, acquired)
+	p.requireIntact(t, syncPermits)
+	pes := p.c.NewExpirableSemaphore(p.base + ":pes")
+	answer(pes.Permits(p.ctx)).is(t, syncPermits)
+	answer(pes.AcquiredPermits(p.ctx)).is(t, 0)
 }
 
 // syncCountsWorker is one process of TestSyncCountsAcrossProcesses.
@@ -200,45 +195,26 @@ func TestSyncAtMostNHolders(t *testing.T) {
 		return
 	}
 	iters := syncEnvInt(t, "HOLDFAST_SYNC_ITERS", 25)
-	srv := redistest.Shared(t)
-	rdb := srv.Client(t)
-	c := newClient(t, rdb)
-	ctx := testCtx(t, 3*time.Minute)
-	base := redistest.Name(t)
-	syncInit(t, ctx, rdb, c, base, syncN)
-
-	ws := syncStartWorkers(t, ctx, rdb, base, syncHoldersRole, syncHolderProc,
-		"WAIT_ADDR="+srv.Addr, "SYNC_ITERS="+strconv.Itoa(iters))
+	p := syncRunProcs(t, syncHoldersRole, syncHolderProc, syncN, "SYNC_ITERS="+strconv.Itoa(iters))
 	begin := time.Now()
 	ivs := map[string][]waitInterval{}
 	maxInside := map[string]int64{}
-	for _, w := range ws {
-		timeout := time.After(2 * time.Minute)
-	read:
-		for {
-			select {
-			case line, ok := <-w.Lines():
-				if !ok {
-					break read
-				}
-				f := strings.Fields(line)
-				switch {
-				case len(f) == 5 && f[0] == "IV":
-					start, err1 := strconv.ParseInt(f[2], 10, 64)
-					end, err2 := strconv.ParseInt(f[3], 10, 64)
-					require.NoError(t, err1, line)
-					require.NoError(t, err2, line)
-					ivs[f[1]] = append(ivs[f[1]], waitInterval{start, end, fmt.Sprintf("w%d/%s", w.Index, f[4])})
-				case len(f) == 3 && f[0] == "MAX":
-					v, err := strconv.ParseInt(f[2], 10, 64)
-					require.NoError(t, err, line)
-					maxInside[f[1]] = max(maxInside[f[1]], v)
-				}
-			case <-timeout:
-				t.Fatalf("worker %d did not finish; output:\n%s", w.Index, w.Output())
+	for _, w := range p.ws {
+		syncReadWorker(t, w, 2*time.Minute, func(line string) {
+			f := strings.Fields(line)
+			switch {
+			case len(f) == 5 && f[0] == "IV":
+				start, err1 := strconv.ParseInt(f[2], 10, 64)
+				end, err2 := strconv.ParseInt(f[3], 10, 64)
+				require.NoError(t, err1, line)
+				require.NoError(t, err2, line)
+				ivs[f[1]] = append(ivs[f[1]], waitInterval{start, end, fmt.Sprintf("w%d/%s", w.Index, f[4])})
+			case len(f) == 3 && f[0] == "MAX":
+				v, err := strconv.ParseInt(f[2], 10, 64)
+				require.NoError(t, err, line)
+				maxInside[f[1]] = max(maxInside[f[1]], v)
 			}
-		}
-		require.NoError(t, w.Wait(), "worker %d; output:\n%s", w.Index, w.Output())
+		})
 	}
 	elapsed := time.Since(begin)
 
@@ -252,7 +228,7 @@ func TestSyncAtMostNHolders(t *testing.T) {
 		require.LessOrEqual(t, peak, syncN, "%s: %d intervals open at %d: %v", k.name, peak, at, open)
 		require.GreaterOrEqual(t, peak, 2, "%s: the permits were never shared: nothing was tested", k.name)
 	}
-	syncRequireIntact(t, rdb, base, syncN)
+	p.requireIntact(t, syncN)
 }
 
 // syncPeak returns the largest number of intervals open at one instant, that
@@ -349,16 +325,10 @@ func syncHoldersWorker(t *testing.T) {
 // lease of the expirable semaphore $SYNC_NAME, says "HELD <id>", and keeps it
 // (renewed) until it is killed.
 func syncPermitHolderWorker(t *testing.T) {
-	rdb := waitWorkerClient(t)
 	wd, err := time.ParseDuration(os.Getenv("SYNC_WATCHDOG"))
 	require.NoError(t, err)
-	c, err := rlock.New(rdb, rlock.WithWatchdogTimeout(wd))
-	require.NoError(t, err)
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	p, err := c.NewExpirableSemaphore(os.Getenv("SYNC_NAME")).TryAcquire(ctx, 1)
-	require.NoError(t, err)
+	_, c, ctx := syncWorkerClient(t, time.Minute, rlock.WithWatchdogTimeout(wd))
+	p := answer(c.NewExpirableSemaphore(os.Getenv("SYNC_NAME")).TryAcquire(ctx, 1)).value(t)
 	fmt.Println("HELD", p.IDs()[0])
 	select {
 	case <-p.Done():
