@@ -45,30 +45,14 @@ func BenchmarkUncontendedCycle(b *testing.B) {
 	rdb := srv.Client(b)
 	rt := &roundTrips{}
 	rdb.AddHook(rt)
-	c := newClient(b, rdb)
-	m := c.NewMutex(redistest.Name(b))
-	ctx := context.Background()
-	l, err := m.TryLock(ctx) // load the scripts
-	require.NoError(b, err)
-	require.NoError(b, l.Unlock(ctx))
-	admin := srv.Client(b)
-	rt.n.Store(0)
-	calls0 := serverCalls(b, admin)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
+	m := newClient(b, rdb).NewMutex(redistest.Name(b))
+	benchCycle(b, rt, srv.Client(b), func(ctx context.Context) error {
 		l, err := m.TryLock(ctx)
 		if err != nil {
-			b.Fatal(err)
+			return err
 		}
-		if err := l.Unlock(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.StopTimer()
-	calls := serverCalls(b, admin) - calls0 - 1 // minus the INFO itself
-	b.ReportMetric(float64(rt.n.Load())/float64(b.N), "roundtrips/op")
-	b.ReportMetric(float64(calls)/float64(b.N), "servercmds/op")
+		return l.Unlock(ctx)
+	})
 }
 
 // BenchmarkPing is the yardstick: one PING round trip on the same kind of client.
