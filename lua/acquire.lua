@@ -15,8 +15,9 @@
 --   {n}      the owner's count in Redis is n, not c: nothing changed
 --            (n == 0 means the owner's earlier holds were lost)
 --   {"OK", t} acquired, on a fenced lock: t is the acquisition's fencing token,
---            INCR of KEYS[2] (Redisson's RFencedLock); a retried execution reads
---            it back (GET) instead of taking a second token
+--            INCR of KEYS[2] (Redisson's RFencedLock), raised to the server's
+--            clock in microseconds when it is below (next_token); a retried
+--            execution reads it back (GET) instead of taking a second token
 --
 -- Compared with Redisson's acquire (same effect on N), the expected count makes a
 -- second execution of the same request, after go-redis retried a call whose reply
@@ -25,6 +26,24 @@
 -- A free lock costs three calls (PTTL, HSET, PEXPIRE), as in Redisson. A lock
 -- held by another owner is checked to be a lock (not_a_lock, lock_shape.lua):
 -- a hash of another shape fails with a WRONGTYPE error and stays as it was.
+-- next_token takes a fencing token: INCR of the counter at key, as Java's
+-- RFencedLock does, but never below the server's clock in microseconds (TIME):
+-- a counter lost with the data (a restart without persistence, FLUSHALL, a
+-- failover to a replica that missed INCRs) starts again above every token
+-- handed out before, as long as tokens were taken at less than one per
+-- microsecond on average and the servers' clocks do not go back. Java's INCR
+-- keeps working on the raised counter.
+local function next_token(key)
+  local now = redis.call('time')
+  local floor = tonumber(now[1]) * 1000000 + tonumber(now[2])
+  local t = redis.call('incr', key)
+  if t < floor then
+    redis.call('set', key, string.format('%d', floor))
+    return floor
+  end
+  return t
+end
+
 local ttl = redis.call('pttl', KEYS[1])
 local c = tonumber(ARGV[3])
 if ttl == -2 then
@@ -34,7 +53,7 @@ if ttl == -2 then
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   if KEYS[2] then
-    return {'OK', redis.call('incr', KEYS[2])}
+    return {'OK', next_token(KEYS[2])}
   end
   return redis.status_reply('OK')
 end
@@ -60,6 +79,6 @@ end
 redis.call('hincrby', KEYS[1], ARGV[2], 1)
 redis.call('pexpire', KEYS[1], ARGV[1])
 if KEYS[2] then
-  return {'OK', redis.call('incr', KEYS[2])}
+  return {'OK', next_token(KEYS[2])}
 end
 return redis.status_reply('OK')
