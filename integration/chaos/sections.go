@@ -1,0 +1,187 @@
+package chaos
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// checkSections finds overlapping critical sections (more holders than a
+// kind allows, on the sections' own monotonic intervals and by the shared
+// resource's count), lost increments and stale fenced writes.
+func checkSections(r *Report, holds map[holdKey]*holdRec, faults []Op, spec Spec) {
+	var active []*holdRec
+	reported := map[string]int64{}
+	for _, h := range sortedHolds(holds) {
+		s := h.section
+		if s == nil {
+			continue
+		}
+		reported[h.acq.Name] += s.Writes
+		r.StaleWrites += s.Stale
+		if s.Peak > int64(spec.Permits) && !exclusive(h.acq.Kind) {
+			r.Violations++
+			r.Details = append(r.Details, fmt.Sprintf("violation: %s counted %d holders inside", h.describe(), s.Peak))
+		}
+		live := active[:0]
+		for _, a := range active {
+			if a.section.Ret > s.Call {
+				live = append(live, a)
+			}
+		}
+		active = append(live, h)
+		overlaps(r, active, faults, spec)
+	}
+	for name, n := range reported {
+		if got, ok := spec.Counters[name]; ok && got < n {
+			r.LostIncr += n - got
+			r.Violations++
+			r.Details = append(r.Details, fmt.Sprintf("violation: %s: %d increments confirmed, the resource has %d", name, n, got))
+		}
+	}
+}
+
+// overlaps checks the newest section (last of active) against the sections
+// still open when it began.
+func overlaps(r *Report, active []*holdRec, faults []Op, spec Spec) {
+	h := active[len(active)-1]
+	shared := 0
+	for _, a := range active[:len(active)-1] {
+		if a.acq.Name != h.acq.Name {
+			continue
+		}
+		conflict := exclusive(a.acq.Kind) || exclusive(h.acq.Kind)
+		if !conflict {
+			shared++
+			if shared < capacity(h.acq.Kind, spec.Permits) {
+				continue
+			}
+		}
+		inherent := (a.section.Lost && explained(a, faults)) || (h.section.Lost && explained(h, faults))
+		what := "violation"
+		if inherent {
+			r.Inherent++
+			what = "inherent"
+		} else {
+			r.Violations++
+		}
+		r.Details = append(r.Details, fmt.Sprintf("%s: %s [%d, %d] overlaps %s [%d, %d] by %v",
+			what, a.describe(), a.section.Call, a.section.Ret, h.describe(), h.section.Call, h.section.Ret,
+			time.Duration(a.section.Ret-h.section.Call)))
+	}
+}
+
+// detection returns the p99 of how long after a fault's end a holder learnt
+// its hold was lost, and how many losses no fault explains.
+func detection(holds map[holdKey]*holdRec, faults []Op) (Millis, int) {
+	var ds []int64
+	unexplained := 0
+	for _, h := range holds {
+		if h.lost == nil {
+			continue
+		}
+		best := int64(-1)
+		for _, f := range faults {
+			target := int(f.Bound) - 1
+			if (target < 0 || target == h.acq.Proc) && f.Call <= h.lost.Ret && f.Ret >= h.acq.Ret {
+				best = max(best, f.Ret)
+			}
+		}
+		switch {
+		case best >= 0:
+			ds = append(ds, max(h.lost.Ret-best, 0))
+		case !explained(h, faults):
+			unexplained++
+		}
+	}
+	return p99(ds), unexplained
+}
+
+// takeover returns the p99 of how long after a fault that ends holds
+// (Op.OK on the fault) another holder acquired an object held at the fault.
+func takeover(holds map[holdKey]*holdRec, faults []Op) Millis {
+	byName := map[string][]*holdRec{}
+	for _, h := range sortedHolds(holds) {
+		byName[h.acq.Name] = append(byName[h.acq.Name], h)
+	}
+	var ds []int64
+	for _, f := range faults {
+		if !f.OK {
+			continue
+		}
+		for _, hs := range byName {
+			if d, ok := takenOver(hs, f); ok {
+				ds = append(ds, d)
+			}
+		}
+	}
+	return p99(ds)
+}
+
+// takenOver returns how long after fault f a hold of hs (one name, ordered by
+// acquisition) began that was not open at f, when one was open at f.
+func takenOver(hs []*holdRec, f Op) (int64, bool) {
+	target := int(f.Bound) - 1
+	held := false
+	for _, h := range hs {
+		open := h.acq.Ret <= f.Call && h.end > f.Call
+		if open && (target < 0 || target == h.acq.Proc) {
+			held = true
+		}
+		if held && h.acq.Ret > f.Call {
+			return h.acq.Ret - f.Call, true
+		}
+	}
+	return 0, false
+}
+
+// linHistory turns the history into porcupine operations: one per
+// acquisition, one per end of a hold, one per latch call. An end the holder
+// never reported (killed, stuck) may come at any time after the acquisition.
+func linHistory(ops []Op, holds map[holdKey]*holdRec, spec Spec) []porcupine.Operation {
+	var h []porcupine.Operation
+	last := int64(0)
+	for _, op := range ops {
+		last = max(last, op.Ret, op.Call)
+	}
+	add := func(op Op, in linIn, out linOut, call, ret int64) {
+		h = append(h, porcupine.Operation{ClientId: op.Proc*10000 + op.G, Input: in, Output: out,
+			Call: call, Return: ret, Metadata: op.Name})
+	}
+	for _, hr := range holds {
+		a := hr.acq
+		in := linIn{Op: OpAcquire, Excl: exclusive(a.Kind), Cap: capacity(a.Kind, spec.Permits)}
+		add(a, in, linOut{OK: true}, a.Call, a.Ret)
+		in.Op = OpRelease
+		call, ret := holdEnd(hr, last)
+		add(a, in, linOut{OK: true}, call, ret)
+	}
+	for _, op := range ops {
+		switch {
+		case op.Op == OpSet && op.Ret != 0:
+			add(op, linIn{Op: OpSet, Count: op.Bound}, linOut{OK: op.OK}, op.Call, op.Ret)
+		case op.Op == OpCountDown && op.Ret != 0:
+			add(op, linIn{Op: OpCountDown}, linOut{OK: op.OK, Unknown: !op.OK}, op.Call, op.Ret)
+		case op.Op == OpWait && op.Ret != 0 && op.OK:
+			add(op, linIn{Op: OpWait}, linOut{OK: true}, op.Call, op.Ret)
+		}
+	}
+	return h
+}
+
+// holdEnd is the interval in which hold hr ended: a confirmed release's call;
+// from the acquisition to when the holder learnt of a loss or was refused; from
+// the acquisition to the end of the history when the holder never said.
+func holdEnd(hr *holdRec, last int64) (call, ret int64) {
+	a := hr.acq
+	switch {
+	case hr.lost != nil:
+		return a.Ret, hr.lost.Ret
+	case hr.endOp != nil && hr.endOp.Ret != 0 && hr.endOp.OK:
+		return hr.endOp.Call, hr.endOp.Ret
+	case hr.endOp != nil && hr.endOp.Ret != 0 && hr.endOp.Lost:
+		return a.Ret, hr.endOp.Ret
+	}
+	return a.Ret, last + 1
+}
