@@ -1,0 +1,156 @@
+package chaos
+
+import (
+	"context"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// holdOnce acquires kind on name (bounded), runs a critical section and
+// releases, recording each step.
+func (w *worker) holdOnce(g int, kind, name string) {
+	b := w.bound()
+	ctx, cancel := context.WithTimeout(context.Background(), b)
+	op := Op{G: g, Kind: kind, Name: name, Op: OpAcquire, Call: Mono(), Bound: int64(b),
+		Hold: w.rec.NewHold(), Lease: int64(w.cfg.FixedLease)}
+	key := w.rec.Begin(op)
+	h, err := acquire(ctx, w.c, kind, name, w.cfg.FixedLease)
+	cancel()
+	op.Ret, op.OK = Mono(), err == nil
+	if err != nil {
+		op.Err = err.Error()
+	} else {
+		op.Token = h.token()
+	}
+	w.rec.End(key, op)
+	if err != nil {
+		return
+	}
+	stop := w.plantRenewer(h, name)
+	cs := w.section(g, h, op)
+	stop()
+	w.rec.Record(cs)
+	w.release(g, h, op)
+}
+
+// trusting reports whether the worker is a double that never asks its lease.
+func (w *worker) trusting() bool {
+	return w.cfg.Planted == PlantPastDeadline || w.cfg.Planted == PlantRenewAfterLoss
+}
+
+// section is the critical section of the hold acquired by acq: 1-3 writes
+// to the resource, each after a pause of up to Work/3 and a check of the
+// lease (Err), as a careful client does. Learning of a loss ends it.
+func (w *worker) section(g int, h holding, acq Op) Op {
+	cs := Op{G: g, Kind: acq.Kind, Name: acq.Name, Op: OpSection, Call: acq.Ret, Hold: acq.Hold, Token: acq.Token}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for range 1 + rand.IntN(3) {
+		if w.pause(h) || (!w.trusting() && h.Err() != nil) {
+			w.rec.Record(Op{G: g, Kind: acq.Kind, Name: acq.Name, Op: OpLost, Hold: acq.Hold, Call: Mono(), Ret: Mono()})
+			cs.Lost = true
+			break
+		}
+		cs.LastWrite = Mono()
+		if acq.Kind == KindFenced {
+			refused, err := w.res.fenced(ctx, acq.Name, acq.Token)
+			if refused {
+				cs.Stale++
+			}
+			if err != nil || (refused && !w.trusting()) {
+				break
+			}
+		}
+		if exclusive(acq.Kind) && w.res.increment(ctx, acq.Name) {
+			cs.Writes++
+		}
+	}
+	cs.Ret = Mono()
+	return cs
+}
+
+// pause waits up to Work/3, the work between two writes (a timed pause by
+// design); it returns true when the hold's Done closed meanwhile, unless the
+// worker is a double that does not listen.
+func (w *worker) pause(h holding) bool {
+	done := h.Done()
+	if w.trusting() {
+		done = nil
+	}
+	select {
+	case <-done:
+		return true
+	case <-time.After(time.Duration(rand.Int64N(int64(w.cfg.Work/3) + 1))):
+		return false
+	}
+}
+
+// release gives h back and records how that went. The del-release double
+// deletes the lock's key first; the trusting doubles believe every release.
+func (w *worker) release(g int, h holding, acq Op) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	op := Op{G: g, Kind: acq.Kind, Name: acq.Name, Op: OpRelease, Hold: acq.Hold, Call: Mono()}
+	var err error
+	if w.cfg.Planted == PlantDelRelease && h.field() != "" {
+		err = w.rdb.Del(ctx, acq.Name).Err()
+		_ = h.release(ctx) // ends the lease locally; the hash is gone already
+	} else {
+		err = h.release(ctx)
+	}
+	op.Ret, op.OK = Mono(), err == nil
+	if err != nil {
+		op.Err, op.Lost = err.Error(), lostErr(err)
+	}
+	if w.cfg.Planted != "" {
+		op.OK, op.Lost = true, false
+	}
+	w.rec.Record(op)
+}
+
+// renewAnyway is the renew-after-loss double's renewal: it puts its field
+// back and extends the key whether or not it still held the lock.
+var renewAnyway = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then redis.call('HSET', KEYS[1], ARGV[1], 1) end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1`)
+
+// plantRenewer starts the renew-after-loss double's own renewal of h (every
+// third of the fixed lease) and returns the function that stops it.
+func (w *worker) plantRenewer(h holding, name string) func() {
+	if w.cfg.Planted != PlantRenewAfterLoss || h.field() == "" {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(w.cfg.FixedLease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				_ = renewAnyway.Run(context.Background(), w.rdb, []string{name}, h.field(), w.cfg.FixedLease.Milliseconds()).Err()
+			}
+		}
+	})
+	return func() { close(stop); wg.Wait() }
+}
+
+// baseline is the number of goroutines before the worker's clients exist.
+func baseline() int { return runtime.NumGoroutine() }
+
+// leaked waits up to d for the goroutines to be back at before, and returns
+// how many more there still are.
+func leaked(before int, d time.Duration) int {
+	deadline := time.Now().Add(d)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		<-time.After(20 * time.Millisecond) // polling a condition with a deadline
+	}
+	return max(runtime.NumGoroutine()-before, 0)
+}
