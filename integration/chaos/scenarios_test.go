@@ -1,17 +1,95 @@
 package chaos
 
+// The scenarios. Each runs worker processes on real redis-servers under one
+// fault and prints one "CHAOS {json}" line (see result).
+//
+// Coverage of fault × kind (full tier; the short tier runs the starred rows
+// with smaller counts):
+//
+//	fault                      kinds
+//	holder SIGKILL *           every leased kind (Mutex, FairMutex, RWMutex read/write, SpinMutex,
+//	                           FencedMutex, NonReentrantMutex, ExpirableSemaphore)
+//	holder SIGSTOP past lease* every leased kind
+//	CLIENT KILL normal         every kind
+//	CLIENT KILL pubsub *       every kind
+//	latency and jitter         every kind (proxy reply delays of 5-80 ms)
+//	reply lost after the run * every kind (proxy DropReplies; go-redis resends)
+//	connection reset           every kind (proxy CloseConns)
+//	Redis restart, no persist. every leased kind
+//	FLUSHALL *                 every leased kind
+//	SCRIPT FLUSH               every kind
+//	Sentinel failover          Mutex, FencedMutex, RWMutex write, ExpirableSemaphore, CountDownLatch
+//	Cluster failover           Mutex, FairMutex, FencedMutex, ExpirableSemaphore, CountDownLatch
+//	cancel storm               every kind (waits cancelled after 1-30 ms)
+//	500 goroutines on 10 names every kind but the latch, in 5 processes × 100 goroutines
+//
+// Not run, by design: the plain Semaphore and the CountDownLatch under a
+// holder's death or data loss. A Semaphore's permit has no owner and no
+// lease, so a dead holder's permit is gone for good and a FLUSHALL or a
+// restart resets the count while holders are inside (more holders than
+// permits afterwards); a latch whose key is lost is open. Both are inherent to
+// those objects (Redisson's), not to holdfast.
+
 import (
 	"os"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // full reports whether the full tier runs (HOLDFAST_CHAOS=full, make chaos).
 func full() bool { return os.Getenv("HOLDFAST_CHAOS") == "full" }
 
-func TestChaosShort(t *testing.T) {
+// everything but the objects that have no lease.
+var noSem = Leased
+
+// shortScenarios are the short tier: one representative per family of fault.
+var shortScenarios = []scenario{
+	{Name: "short-sigkill", Fault: "sigkill", Kinds: []string{KindMutex, KindFenced, KindExpirable}, Dur: 4 * time.Second, Every: 1500 * time.Millisecond},
+	{Name: "short-sigstop", Fault: "sigstop", Kinds: []string{KindFair, KindRead, KindWrite}, Dur: 4 * time.Second, Every: 1500 * time.Millisecond},
+	{Name: "short-flushall", Fault: "flushall", Kinds: []string{KindSpin, KindNonReentrant, KindFenced}, Dur: 3 * time.Second},
+	{Name: "short-drop-replies", Fault: "drop-replies", Proxy: true, ReadTimeout: 300 * time.Millisecond,
+		Kinds: []string{KindMutex, KindSemaphore, KindLatch}, Dur: 3 * time.Second, Every: 500 * time.Millisecond},
+	{Name: "short-client-kill-pubsub", Fault: "client-kill-pubsub", Kinds: AllKinds, Dur: 3 * time.Second, Every: 700 * time.Millisecond},
+}
+
+// fullScenarios are the full tier.
+var fullScenarios = []scenario{
+	{Name: "sigkill", Fault: "sigkill", Kinds: noSem, Procs: 4, Dur: 20 * time.Second, Every: 2 * time.Second},
+	{Name: "sigstop", Fault: "sigstop", Kinds: noSem, Procs: 4, Dur: 20 * time.Second, Every: 2 * time.Second},
+	{Name: "client-kill-normal", Fault: "client-kill-normal", Kinds: AllKinds, Dur: 15 * time.Second, Every: 500 * time.Millisecond},
+	{Name: "client-kill-pubsub", Fault: "client-kill-pubsub", Kinds: AllKinds, Dur: 15 * time.Second, Every: 500 * time.Millisecond},
+	{Name: "latency", Fault: "latency", Proxy: true, Kinds: AllKinds, Dur: 15 * time.Second, Every: 700 * time.Millisecond},
+	{Name: "drop-replies", Fault: "drop-replies", Proxy: true, ReadTimeout: 300 * time.Millisecond, Kinds: AllKinds, Dur: 15 * time.Second, Every: 300 * time.Millisecond},
+	{Name: "conn-reset", Fault: "conn-reset", Proxy: true, Kinds: AllKinds, Dur: 15 * time.Second, Every: 500 * time.Millisecond},
+	{Name: "restart", Fault: "restart", Kinds: noSem, Dur: 15 * time.Second, Every: 2 * time.Second},
+	{Name: "flushall", Fault: "flushall", Kinds: noSem, Dur: 15 * time.Second, Every: time.Second},
+	{Name: "script-flush", Fault: "script-flush", Kinds: AllKinds, Dur: 15 * time.Second, Every: 300 * time.Millisecond},
+	{Name: "sentinel-failover", Fault: "sentinel-failover", Deploy: "sentinel",
+		Kinds: []string{KindMutex, KindFenced, KindWrite, KindExpirable, KindLatch}, Dur: 25 * time.Second, Every: 8 * time.Second},
+	{Name: "cluster-failover", Fault: "cluster-failover", Deploy: "cluster",
+		Kinds: []string{KindMutex, KindFair, KindFenced, KindExpirable, KindLatch}, Dur: 25 * time.Second, Every: 6 * time.Second},
+	{Name: "cancel-storm", Fault: "none", CancelStorm: true, Kinds: AllKinds, Procs: 4, Goroutines: 16, Dur: 15 * time.Second},
+	{Name: "500-goroutines", Fault: "client-kill-pubsub", Kinds: []string{KindMutex, KindFair, KindRead, KindWrite, KindSpin,
+		KindFenced, KindNonReentrant, KindSemaphore, KindExpirable}, Procs: 5, Goroutines: 100, Names: 1,
+		Dur: 20 * time.Second, Every: 3 * time.Second, WaitBound: 20 * time.Second},
+}
+
+// TestChaos runs the short tier by default and the full tier with
+// HOLDFAST_CHAOS=full. A scenario fails on a violation, a stuck call, a
+// history that is not linearizable, an orphan key or subscription, or a
+// leaked goroutine; effects inherent to leases are reported, not failed.
+func TestChaos(t *testing.T) {
+	list := shortScenarios
 	if full() {
-		t.Skip("the full tier runs TestChaosFull")
+		list = fullScenarios
 	}
-	r := run(t, scenario{Name: "short-sigkill", Fault: "sigkill", Kinds: []string{KindMutex, KindFenced}, Dur: 5 * 1e9, Every: 2e9})
-	t.Log(r.Verdict)
+	for _, s := range list {
+		t.Run(s.Name, func(t *testing.T) {
+			r := run(t, s)
+			require.Equal(t, "pass", r.Verdict, "%v", r.FirstProblems)
+			require.Positive(t, r.Acquisitions)
+		})
+	}
 }
