@@ -38,9 +38,9 @@ func (e *env) subscriptions() int {
 }
 
 // kept reports whether a key left after the scenario is meant to stay: a
-// semaphore, a latch still counting, a fencing token counter. (Unlock latches
-// with a time to live are left too: they make a resent release count once,
-// and expire after go-redis' retry window.)
+// semaphore, a latch still counting, a fencing token counter. (Unlock and
+// request latches with a time to live are left too: they make a resent call
+// count once, and expire after go-redis' retry window.)
 func (e *env) kept(key string) bool {
 	if strings.HasPrefix(key, "redisson_lock_token:") {
 		return true
@@ -66,7 +66,9 @@ func (e *env) leftovers() []string {
 		_ = e.nodes(func(ctx context.Context, c redis.Cmdable) error {
 			iter := c.Scan(ctx, 0, "*"+e.cfg.Prefix+"*", 1000).Iterator()
 			for iter.Next(ctx) {
-				latch := strings.HasPrefix(iter.Val(), "redisson_unlock_latch:") && c.PTTL(ctx, iter.Val()).Val() > 0
+				k := iter.Val()
+				latch := (strings.HasPrefix(k, "redisson_unlock_latch:") || strings.HasPrefix(k, "holdfast_request:")) &&
+					c.PTTL(ctx, k).Val() > 0
 				if !latch && !e.kept(iter.Val()) {
 					left = append(left, iter.Val())
 				}

@@ -33,8 +33,14 @@ func (w *worker) holdOnce(g int, kind, name string) {
 	stop := w.plantRenewer(h, name)
 	cs := w.section(g, h, op)
 	stop()
+	if w.release(g, h, op) && !cs.Lost {
+		// The release says the hold had ended: the holder learns it now, and
+		// its last write may have raced that.
+		now := Mono()
+		w.rec.Record(Op{G: g, Kind: kind, Name: name, Op: OpLost, Hold: op.Hold, Call: now, Ret: now})
+		cs.Lost = true
+	}
 	w.rec.Record(cs)
-	w.release(g, h, op)
 }
 
 // trusting reports whether the worker is a double that never asks its lease.
@@ -68,8 +74,9 @@ func (w *worker) section(g int, h holding, acq Op) Op {
 		if exclusive(acq.Kind) && w.res.increment(ctx, acq.Name) {
 			cs.Writes++
 		}
+		cs.Ret = Mono() // the section ends with its last write: a freeze after it overlaps nothing
 	}
-	cs.Ret = Mono()
+	cs.Ret = max(cs.Ret, cs.Call)
 	return cs
 }
 
@@ -89,9 +96,10 @@ func (w *worker) pause(h holding) bool {
 	}
 }
 
-// release gives h back and records how that went. The del-release double
-// deletes the lock's key first; the trusting doubles believe every release.
-func (w *worker) release(g int, h holding, acq Op) {
+// release gives h back and records how that went; it returns whether the
+// release said the hold had been lost. The del-release double deletes the
+// lock's key first; the doubles believe every release.
+func (w *worker) release(g int, h holding, acq Op) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	op := Op{G: g, Kind: acq.Kind, Name: acq.Name, Op: OpRelease, Hold: acq.Hold, Call: Mono()}
@@ -110,6 +118,7 @@ func (w *worker) release(g int, h holding, acq Op) {
 		op.OK, op.Lost = true, false
 	}
 	w.rec.Record(op)
+	return op.Lost
 }
 
 // renewAnyway is the renew-after-loss double's renewal: it puts its field
