@@ -19,7 +19,7 @@ BENCH_OUT ?= $(CURDIR)/bench/out
 GOFILES = $(shell find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*')
 
 .DEFAULT_GOAL := test
-.PHONY: test lint fmt-check vet vet-containers test-root test-integration setup bench bench-semaphore bench-docs soak
+.PHONY: test lint fmt-check vet vet-containers test-root test-integration setup bench bench-semaphore bench-docs soak chaos
 
 ## test: the CI test command: setup (installs redis-server when missing), lint, then race
 ## tests of both modules. One command on a fresh clone; setup is quick and silent but for
@@ -82,3 +82,8 @@ bench-docs:
 SOAK_DURATION ?= 2m
 soak:
 	cd integration && HOLDFAST_SOAK_DURATION=$(SOAK_DURATION) $(GO) test -tags soak -race -count=1 -run Soak -v -timeout 60m $(TESTFLAGS) .
+
+## chaos: the fault matrix's full tier (integration/chaos, issue 20): worker processes under every
+## fault, one CHAOS {json} line per scenario (about 8 minutes). The short tier runs in `make test`.
+chaos:
+	cd integration && HOLDFAST_CHAOS=full $(GO) test -race -count=1 -run 'TestChaos$$' -v -timeout 60m $(TESTFLAGS) ./chaos/
