@@ -45,6 +45,12 @@ func (e *env) kept(key string) bool {
 	if strings.HasPrefix(key, "redisson_lock_token:") {
 		return true
 	}
+	// A killed waiter of a FairMutex keeps its place in the queue until the
+	// fair wait timeout (5 min) has passed and another caller's script drops
+	// it: Redisson's protocol, inherent to the fair lock (docs/safety.md).
+	if e.s.Fault == "sigkill" && (strings.HasPrefix(key, "redisson_lock_queue:") || strings.HasPrefix(key, "redisson_lock_timeout:")) {
+		return true
+	}
 	for _, k := range []string{KindSemaphore, KindExpirable, KindLatch} {
 		for i := range e.s.Names {
 			if key == objectName(e.cfg.Prefix, k, i) {
@@ -68,7 +74,7 @@ func (e *env) leftovers() []string {
 			for iter.Next(ctx) {
 				k := iter.Val()
 				latch := (strings.HasPrefix(k, "redisson_unlock_latch:") || strings.HasPrefix(k, "holdfast_request:")) &&
-					c.PTTL(ctx, k).Val() > 0
+					c.PTTL(ctx, k).Val() != -1 // a TTL, or gone since the SCAN
 				if !latch && !e.kept(iter.Val()) {
 					left = append(left, iter.Val())
 				}

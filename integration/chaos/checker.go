@@ -63,7 +63,11 @@ func Check(ops []Op, spec Spec) Report {
 	checkStuck(&r, ops, spec)
 	r.DetectP99, r.Unexplained = detection(holds, faults)
 	r.TakeoverP99 = takeover(holds, faults)
-	r.Linearizable = linearizable(linHistory(ops, holds, spec), spec.LinTimeout)
+	var bad []string
+	r.Linearizable, bad = linearizable(linHistory(ops, holds, spec), spec.LinTimeout)
+	for _, name := range bad {
+		r.Details = append(r.Details, "not linearizable: "+name)
+	}
 	return r
 }
 

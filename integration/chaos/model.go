@@ -116,14 +116,22 @@ func partitionByName(h []porcupine.Operation) [][]porcupine.Operation {
 	return parts
 }
 
-// linearizable checks h within timeout: "yes", "no" or "unknown" (timed out).
-func linearizable(h []porcupine.Operation, timeout time.Duration) string {
-	switch porcupine.CheckOperationsTimeout(linModel(), h, timeout) {
+// linearizable checks h within timeout: "yes", "no" or "unknown" (timed
+// out), and the names of the objects whose histories are not linearizable.
+func linearizable(h []porcupine.Operation, timeout time.Duration) (string, []string) {
+	m := linModel()
+	switch porcupine.CheckOperationsTimeout(m, h, timeout) {
 	case porcupine.Ok:
-		return "yes"
+		return "yes", nil
 	case porcupine.Illegal:
-		return "no"
+		var bad []string
+		for _, part := range partitionByName(h) {
+			if porcupine.CheckOperationsTimeout(m, part, timeout) == porcupine.Illegal {
+				bad = append(bad, part[0].Metadata.(string))
+			}
+		}
+		return "no", bad
 	default:
-		return "unknown"
+		return "unknown", nil
 	}
 }

@@ -173,8 +173,12 @@ func linHistory(ops []Op, holds map[holdKey]*holdRec, spec Spec) []porcupine.Ope
 		switch {
 		case op.Op == OpSet && op.Ret != 0:
 			add(op, linIn{Op: OpSet, Count: op.Bound}, linOut{OK: op.OK}, op.Call, op.Ret)
-		case op.Op == OpCountDown && op.Ret != 0:
-			add(op, linIn{Op: OpCountDown}, linOut{OK: op.OK, Unknown: !op.OK}, op.Call, op.Ret)
+		case op.Op == OpCountDown && op.OK:
+			add(op, linIn{Op: OpCountDown}, linOut{OK: true}, op.Call, op.Ret)
+		case op.Op == OpCountDown:
+			// A countdown that failed (a cancelled ctx) may still run on the
+			// server after the call returned: its effect may come any time.
+			add(op, linIn{Op: OpCountDown}, linOut{Unknown: true}, op.Call, last+1)
 		case op.Op == OpWait && op.Ret != 0 && op.OK:
 			add(op, linIn{Op: OpWait}, linOut{OK: true}, op.Call, op.Ret)
 		}
