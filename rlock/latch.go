@@ -81,30 +81,31 @@ func (l *CountDownLatch) Delete(ctx context.Context) (bool, error) {
 }
 
 // Await waits until the count is zero: at once when it is (or the latch is
-// not set), else until the latch opens (nil), is deleted (an error matching
-// ErrLatchDeleted), or ctx is done (ctx's error; ErrClosed once the Client is
-// closed). A delete whose message is lost reads as an opening: the key is
-// gone either way.
+// not set), else until a read finds it zero (nil) or deleted (an error
+// matching ErrLatchDeleted), or ctx is done (ctx's error; ErrClosed once the
+// Client is closed). It decides on the count it reads, woken by the latch's
+// messages and at least every recheck interval: a latch that opened and was
+// set again before the awaiter read it is awaited on its new count, as Java's
+// await does. Deleted means: the count read above zero, then the latch's
+// delete (or set) message heard with no opening message, and the key gone. A
+// delete whose message is lost reads as an opening: the key is gone either way.
 func (l *CountDownLatch) Await(ctx context.Context) error {
 	if err := l.o.check(); err != nil {
 		return err
 	}
 	news := l.o.c.latchNews(l.channel)
 	defer l.o.c.dropLatchNews(l.channel)
-	seen := news.snapshot()
-	first := true
+	var seen *latchCounts // the news heard by the last read that found the latch set
 	w := syncWait[struct{}]{channel: l.channel, wake: news.wake, attempt: func(ctx context.Context) (turn[struct{}], error) {
-		if news.opened.Load() != seen.opened {
-			return turn[struct{}]{done: true}, nil
-		}
 		n, err := lua.Count(ctx, l.o.c.rdb, l.o.name)
+		now := news.snapshot()
 		switch {
 		case err != nil:
 			return turn[struct{}]{}, l.o.wrap(err)
 		case n > 0:
-			first = false
+			seen = &now
 			return turn[struct{}]{sleep: -1}, nil
-		case !first && news.reset.Load() != seen.reset && news.opened.Load() == seen.opened:
+		case seen != nil && now.reset != seen.reset && now.opened == seen.opened:
 			return turn[struct{}]{}, fmt.Errorf("%w: %s", ErrLatchDeleted, quote(l.o.name))
 		}
 		return turn[struct{}]{done: true}, nil
