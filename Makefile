@@ -19,7 +19,7 @@ BENCH_OUT ?= $(CURDIR)/bench/out
 GOFILES = $(shell find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*')
 
 .DEFAULT_GOAL := test
-.PHONY: test lint fmt-check vet vet-containers test-root test-integration setup bench bench-semaphore bench-docs soak chaos
+.PHONY: test lint fmt-check vet vet-containers test-root test-integration setup bench bench-semaphore bench-docs soak chaos fuzz
 
 ## test: the CI test command: setup (installs redis-server when missing), lint, then race
 ## tests of both modules. One command on a fresh clone; setup is quick and silent but for
@@ -87,3 +87,18 @@ soak:
 ## fault, one CHAOS {json} line per scenario (about 8 minutes). The short tier runs in `make test`.
 chaos:
 	cd integration && HOLDFAST_CHAOS=full $(GO) test -race -count=1 -run 'TestChaos$$' -v -timeout 60m $(TESTFLAGS) ./chaos/
+
+## fuzz: run each Go fuzz target for FUZZTIME (default 30s; e.g. `make fuzz FUZZTIME=5m`), one
+## after the other: lua's (names, slots, script replies), rlock's (option and argument
+## validation) and integration's (lock step sequences against a real redis-server). Their
+## committed corpora (testdata/fuzz/) run as ordinary tests in `make test`; a failing input is
+## written to testdata/fuzz/<Target>/, new interesting ones stay in Go's fuzz cache.
+FUZZTIME ?= 30s
+fuzz:
+	@set -e; for p in lua rlock integration; do \
+		dir=.; pkg=./$$p; if [ $$p = integration ]; then dir=integration; pkg=.; fi; \
+		for t in $$(cd $$dir && $(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "fuzz: $$p $$t for $(FUZZTIME)"; \
+			(cd $$dir && $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$pkg); \
+		done; \
+	done
