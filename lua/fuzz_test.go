@@ -76,6 +76,15 @@ func prefixForm(prefix, name string) string {
 	return prefix + ":{" + name + "}"
 }
 
+// requestForm is what holdfast's request keys of name begin with: the name
+// as it is when it has a hash tag, else in braces (its slot either way).
+func requestForm(name string) string {
+	if hasTag(name) {
+		return "holdfast_request:" + name + ":"
+	}
+	return "holdfast_request:{" + name + "}:"
+}
+
 func suffixForm(name, suffix string) string {
 	if strings.Contains(name, "{") {
 		return name + ":" + suffix
@@ -151,7 +160,7 @@ func FuzzNames(f *testing.F) {
 				t.Errorf("%s(%q) = %q, Redisson's is %q", d.what, name, d.got, d.want)
 			}
 		}
-		if p := prefixForm("holdfast_request", name) + ":"; !strings.HasPrefix(req, p) || !isHex(req[len(p):], 32) {
+		if p := requestForm(name); !strings.HasPrefix(req, p) || !isHex(req[len(p):], 32) {
 			t.Errorf("NewRequest(%q).Key = %q, want %q and 32 hex digits", name, req, p)
 		}
 		if l := NewLock(name).NewLatch(); !strings.HasPrefix(l, LatchName(name, "")) || !isHex(l[len(LatchName(name, "")):], 32) {
@@ -166,7 +175,6 @@ func FuzzNames(f *testing.F) {
 		}
 
 		// A name a check accepts has its family's keys in its slot.
-		var known []string
 		for _, fam := range []struct {
 			check string
 			err   error
@@ -188,40 +196,11 @@ func FuzzNames(f *testing.F) {
 				if refSlot(d.got) == slot {
 					continue
 				}
-				if bug := knownSlotBug(fam.check, name, d); bug != "" {
-					known = append(known, bug)
-					continue
-				}
 				t.Errorf("%s(%q) accepts the name (slot %d), but its %s %q is in slot %d",
 					fam.check, name, slot, d.what, d.got, refSlot(d.got))
 			}
 		}
-		if len(known) > 0 && !t.Failed() {
-			t.Skipf("known bug: %s (%d keys)", known[0], len(known))
-		}
 	})
-}
-
-// knownSlotBug names the bug FuzzNames found when the check accepted name but
-// its key d lies in another slot, when it is one already reported; "" else.
-func knownSlotBug(check, name string, d derived) string {
-	switch {
-	case check == "CheckLatchName" && d.what == "NewRequest" && strings.Contains(name, "{") && !hasTag(name):
-		// A latch name with '{' and no '}' ("a{b") is accepted (its channel
-		// wraps the whole name), but its request key uses the prefix form,
-		// which hashes such a name whole, elsewhere: the latch's scripts fail
-		// with CROSSSLOT on Redis Cluster.
-		return fmt.Sprintf("CheckLatchName accepts %.40q, whose request key is in another slot", name)
-	case !hasTag(name) && strings.ContainsAny(name, "{}"):
-		// The checks compare the slots of sample keys. For a name without a
-		// hash tag every key hashes whole, and CRC16's linearity makes the
-		// channel's slot equal the name's for every name of certain lengths
-		// (1733 bytes for the semaphore's, 2480 for the lock's): such names are
-		// accepted, though their other keys (request keys, unlock latches with
-		// random ids) hash elsewhere.
-		return fmt.Sprintf("%s accepts the untagged %d-byte name %.24q by a slot coincidence; its %s is elsewhere", check, len(name), name, d.what)
-	}
-	return ""
 }
 
 // isHex reports whether s is n lowercase hex digits.

@@ -145,7 +145,7 @@ const (
 // Cluster (and Redisson's do too); holdfast refuses them everywhere, so that a
 // program tested on one server does not fail on a cluster.
 func CheckName(name string) error {
-	if sameSlot(name, ChannelName(name), LatchName(name, "0")) {
+	if tagged(name) && sameSlot(name, ChannelName(name), LatchName(name, "0")) {
 		return nil
 	}
 	return fmt.Errorf("%w (%s): "+tagAdvice, ErrSlot, tagRule, "{"+bare(name, "lock")+"}")
@@ -157,7 +157,7 @@ func CheckName(name string) error {
 // names CheckName refuses. Redisson's release script takes the name and the
 // channel as KEYS and fails with CROSSSLOT on Redis Cluster for them.
 func CheckSemaphoreName(name string) error {
-	if sameSlot(name, SemaphoreChannel(name)) {
+	if tagged(name) && sameSlot(name, SemaphoreChannel(name), requestPrefixOf(name)+"0") {
 		return nil
 	}
 	return refuse("its channel", tagRule, tagAdvice, "{"+bare(name, "semaphore")+"}")
@@ -169,7 +169,7 @@ func CheckSemaphoreName(name string) error {
 // the suffix rule) would hash to another cluster slot than the name (protocol
 // §0.2, §1.9, §2.12): the names CheckName refuses.
 func CheckExpirableSemaphoreName(name string) error {
-	if sameSlot(name, SemaphoreChannel(name), PermitTimeoutsName(name)) {
+	if tagged(name) && sameSlot(name, SemaphoreChannel(name), PermitTimeoutsName(name), requestPrefixOf(name)+"0") {
 		return nil
 	}
 	return refuse("its channel and permits' zset", tagRule, tagAdvice, "{"+bare(name, "semaphore")+"}")
@@ -185,12 +185,25 @@ func CheckExpirableSemaphoreName(name string) error {
 // the channel as KEYS and fail with CROSSSLOT on Redis Cluster for the names
 // refused here.
 func CheckLatchName(name string) error {
-	if sameSlot(name, LatchChannel(name)) {
+	if !strings.Contains(name, "}") && sameSlot(name, LatchChannel(name), requestPrefixOf(name)+"0") {
 		return nil
 	}
 	return refuse("its channel", "the latch channel "+LatchChannel("<name>")+" always adds braces around the name, "+
 		"so Redis hashes a name with braces by another text than the name's own tag", "use a name without braces, such as %q",
 		bare(name, "latch"))
+}
+
+// tagged reports whether name's braces, if it has any, make a hash tag that
+// Redisson's prefix and suffix rules keep: a non-empty {tag} at its first '{'.
+// A name with braces but no such tag hashes whole, and its derived keys hash
+// by other texts (comparing a few of their slots with the name's can agree by
+// chance for some lengths, so the rule is checked first).
+func tagged(name string) bool {
+	if !strings.ContainsAny(name, "{}") {
+		return true
+	}
+	s := strings.IndexByte(name, '{')
+	return s >= 0 && strings.IndexByte(name[s+1:], '}') > 0
 }
 
 // sameSlot reports whether every one of derived hashes to name's cluster slot.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -25,9 +26,11 @@ const requestPrefix = "holdfast_request"
 // Request identifies one call that changes a synchronizer's count, so that a
 // second execution of it (go-redis resending a script whose reply was lost)
 // answers as the first did instead of applying the change twice. Its key,
-// "holdfast_request:{N}:<32 hex digits>" (with ChannelName's rule for braces),
-// is written by the call and expires after TTL, which must outlive the
-// client's retries. It is holdfast's own: Redisson neither writes nor reads it.
+// "holdfast_request:{N}:<32 hex digits>", or "holdfast_request:N:<32 hex
+// digits>" when N has a hash tag of its own, so that it shares N's slot
+// (requestPrefix), is written by the call and expires after TTL, which must
+// outlive the client's retries. It is holdfast's own: Redisson neither writes
+// nor reads it.
 type Request struct {
 	Key string
 	TTL Millis
@@ -35,7 +38,18 @@ type Request struct {
 
 // NewRequest returns a new request on the object name, recorded for ttl.
 func NewRequest(name string, ttl Millis) Request {
-	return Request{Key: prefixed(requestPrefix, name) + ":" + hex.EncodeToString(randomID()), TTL: ttl}
+	return Request{Key: requestPrefixOf(name) + hex.EncodeToString(randomID()), TTL: ttl}
+}
+
+// requestPrefixOf is what the request keys of the object name begin with:
+// the name itself keeps its slot when it has a hash tag; otherwise braces
+// around the whole name give the key the name's slot, whatever the name holds
+// ("a{b" included, which ChannelName's rule would leave without a tag).
+func requestPrefixOf(name string) string {
+	if s := strings.IndexByte(name, '{'); s >= 0 && strings.IndexByte(name[s+1:], '}') > 0 {
+		return requestPrefix + ":" + name + ":"
+	}
+	return requestPrefix + ":{" + name + "}:"
 }
 
 // randomID returns 16 random bytes.
