@@ -30,10 +30,13 @@ var DefaultBackoff = ExponentialBackoff{Initial: time.Millisecond, Max: 128 * ti
 func (b ExponentialBackoff) Delay(n int) time.Duration {
 	d := b.Initial
 	for i := 0; i < n && d < b.Max; i++ {
+		if d > b.Max/time.Duration(b.Multiplier) {
+			return b.Max // the next step would pass Max (or overflow)
+		}
 		d *= time.Duration(b.Multiplier)
 	}
 	if n > 0 {
-		d += rand.N(time.Duration(n) * time.Millisecond)
+		d += min(rand.N(time.Duration(n)*time.Millisecond), b.Max-min(d, b.Max))
 	}
 	return min(d, b.Max)
 }

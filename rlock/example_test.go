@@ -300,7 +300,7 @@ func (s *tokenStore) WriteIfNewer(ctx context.Context, key string, token int64, 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if token < s.tokens[key] {
-		return fmt.Errorf("write %q refused: token %d < %d", key, token, s.tokens[key])
+		return fmt.Errorf("write %q refused: its token is below one already written", key)
 	}
 	if s.tokens == nil {
 		s.tokens = make(map[string]int64)
@@ -341,7 +341,7 @@ func ExampleFencedMutex() {
 	}
 	// Output:
 	// <nil>
-	// write "invoice:42" refused: token 1 < 2
+	// write "invoice:42" refused: its token is below one already written
 }
 
 // A fair lock serves waiters in arrival order across every process: jobs that

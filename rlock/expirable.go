@@ -93,10 +93,18 @@ func (s *ExpirableSemaphore) TryAcquire(ctx context.Context, n int64, opts ...Tr
 	return s.acquire(ctx, n, o, o.wait > 0)
 }
 
+// MaxPermitsPerCall is the most permits one acquisition of an
+// ExpirableSemaphore takes: each has an id, made before the first round trip
+// and sent to Redis as a script argument.
+const MaxPermitsPerCall = 1 << 16
+
 // acquire makes attempts with n new ids, waiting between them if wait is set.
 func (s *ExpirableSemaphore) acquire(ctx context.Context, n int64, o permitOptions, wait bool) (*Permits, error) {
 	if err := s.o.checkCount(n); err != nil {
 		return nil, err
+	}
+	if n > MaxPermitsPerCall {
+		return nil, fmt.Errorf("%w: semaphore %s: %d permits in one acquisition, at most %d", ErrInvalidArgument, quote(s.o.name), n, MaxPermitsPerCall)
 	}
 	if o.lease < 0 || o.wait < 0 {
 		return nil, fmt.Errorf("%w: negative lease (%v) or wait time (%v)", ErrInvalidArgument, o.lease, o.wait)
