@@ -49,6 +49,12 @@ func (e *env) read(w *redistest.Worker, idx int) {
 		case ok:
 			e.mu.Lock()
 			e.ops = append(e.ops, op)
+			switch {
+			case op.Op == OpAcquire && op.OK:
+				e.open[idx]++
+			case op.Op == OpRelease:
+				e.open[idx]--
+			}
 			e.mu.Unlock()
 		case err != nil:
 			e.t.Errorf("worker %d: %v: %q", idx, err, line)

@@ -48,15 +48,22 @@ func (e *env) reSetUp() {
 	}
 }
 
-// pick returns a live worker at random.
+// pick returns a live worker at random, one that holds something (by its
+// history so far) when there is one.
 func (e *env) pick() *redistest.Worker {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var live []*redistest.Worker
+	var live, holding []*redistest.Worker
 	for _, w := range e.workers {
 		if !e.dead[w] {
 			live = append(live, w)
+			if e.open[w.Index] > 0 {
+				holding = append(holding, w)
+			}
 		}
+	}
+	if len(holding) > 0 {
+		return holding[rand.IntN(len(holding))]
 	}
 	return live[rand.IntN(len(live))]
 }

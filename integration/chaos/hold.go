@@ -55,7 +55,11 @@ func (w *worker) section(g int, h holding, acq Op) Op {
 	cs := Op{G: g, Kind: acq.Kind, Name: acq.Name, Op: OpSection, Call: acq.Ret, Hold: acq.Hold, Token: acq.Token}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for range 1 + rand.IntN(3) {
+	writes := 1 + rand.IntN(3)
+	if w.cfg.Planted != "" {
+		writes = 3 // a double's sections are long, to be caught in few faults
+	}
+	for range writes {
 		if w.pause(h) || (!w.trusting() && h.Err() != nil) {
 			w.rec.Record(Op{G: g, Kind: acq.Kind, Name: acq.Name, Op: OpLost, Hold: acq.Hold, Call: Mono(), Ret: Mono()})
 			cs.Lost = true

@@ -19,11 +19,11 @@ func TestChaosPlantedBugsCaught(t *testing.T) {
 		// the double's own renewal puts its field back beside the new holder's and
 		// it goes on writing, trusting that renewal.
 		{Name: "planted-renew-after-loss", Planted: PlantRenewAfterLoss, Fault: "sigstop", Kinds: []string{KindMutex},
-			Lease: 500 * time.Millisecond, FixedLease: 300 * time.Millisecond, Work: 300 * time.Millisecond, Names: 1,
+			Lease: 500 * time.Millisecond, FixedLease: 300 * time.Millisecond, Work: 900 * time.Millisecond, Names: 1,
 			Dur: 4 * time.Second, Every: 1200 * time.Millisecond},
 		// A holder frozen past its lease writes on after it resumes, never asking Err.
 		{Name: "planted-past-deadline", Planted: PlantPastDeadline, Fault: "sigstop", Kinds: []string{KindMutex, KindFenced},
-			Lease: 500 * time.Millisecond, Work: 600 * time.Millisecond, Names: 1, Dur: 4 * time.Second, Every: 1200 * time.Millisecond},
+			Lease: 500 * time.Millisecond, Work: 1500 * time.Millisecond, Names: 1, Dur: 4 * time.Second, Every: 1200 * time.Millisecond},
 	}
 	for _, s := range planted {
 		t.Run(s.Name, func(t *testing.T) {
