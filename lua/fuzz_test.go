@@ -540,7 +540,7 @@ func wantTTL(ms int64) (d time.Duration, known string) {
 	case ms < 0:
 		return -1, ""
 	case ms > math.MaxInt64/int64(time.Millisecond):
-		return 0, fmt.Sprintf("a PTTL of %d ms overflows time.Duration", ms)
+		return math.MaxInt64, "" // beyond a time.Duration: the longest one
 	}
 	return time.Duration(ms) * time.Millisecond, ""
 }

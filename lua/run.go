@@ -3,6 +3,7 @@ package lua
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -135,9 +136,14 @@ func millis(d time.Duration) int64 {
 	return max(d.Milliseconds(), 1)
 }
 
+// ttl reads a PTTL: -1 for none, and at most the longest time.Duration for
+// one beyond it (about 292 years: PEXPIRE accepts more).
 func ttl(pttl int64) time.Duration {
-	if pttl < 0 {
+	switch {
+	case pttl < 0:
 		return -1
+	case pttl > math.MaxInt64/int64(time.Millisecond):
+		return math.MaxInt64
 	}
 	return time.Duration(pttl) * time.Millisecond
 }

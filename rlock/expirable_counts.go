@@ -3,6 +3,7 @@ package rlock
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
@@ -46,6 +47,8 @@ func (s *ExpirableSemaphore) LeaseTime(ctx context.Context, id string) (time.Dur
 		return 0, fmt.Errorf("%w: semaphore %s: permit %s", ErrNoSuchPermit, quote(s.o.name), id)
 	case ms < 0:
 		return NoLease, nil
+	case ms > math.MaxInt64/int64(time.Millisecond):
+		return math.MaxInt64, nil // an expiry beyond a time.Duration
 	}
 	return time.Duration(ms) * time.Millisecond, nil
 }
