@@ -81,10 +81,11 @@ type result struct {
 	FirstProblems []string `json:"problems,omitempty"`
 }
 
-// TestWorker is the body of every worker process; in the parent it does nothing.
+// TestWorker is the body of every worker process; in the parent it passes
+// at once, doing nothing (a skip would count as a skipped test in CI).
 func TestWorker(t *testing.T) {
 	if redistest.WorkerRole() != workerRole {
-		t.Skip("runs only as a chaos worker process")
+		return
 	}
 	cfg, err := ConfigFromEnv()
 	require.NoError(t, err)
