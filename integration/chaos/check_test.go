@@ -4,16 +4,24 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
-// nodes runs f on every primary (one client for standalone and Sentinel).
+// nodes runs f on every primary (one client for standalone and Sentinel),
+// one at a time: go-redis calls ForEachMaster's function on concurrent
+// goroutines, and f's callers add up what it finds.
 func (e *env) nodes(f func(ctx context.Context, c redis.Cmdable) error) error {
 	if cc, ok := e.admin.(*redis.ClusterClient); ok {
-		return cc.ForEachMaster(e.ctx, func(ctx context.Context, c *redis.Client) error { return f(ctx, c) })
+		var mu sync.Mutex
+		return cc.ForEachMaster(e.ctx, func(ctx context.Context, c *redis.Client) error {
+			mu.Lock()
+			defer mu.Unlock()
+			return f(ctx, c)
+		})
 	}
 	return f(e.ctx, e.admin)
 }
