@@ -125,9 +125,7 @@ func (l *Lock) Channel() string { return l.channel }
 // NewLatch returns the unlock latch of a new release request (LatchName): its
 // request id is 16 random bytes as 32 hex digits, as Redisson's.
 func (l *Lock) NewLatch() string {
-	var id [16]byte
-	binary.LittleEndian.PutUint64(id[:8], rand.Uint64())
-	binary.LittleEndian.PutUint64(id[8:], rand.Uint64())
+	id := randomID()
 	var digits [32]byte
 	hex.Encode(digits[:], id[:])
 	var b strings.Builder
@@ -135,6 +133,16 @@ func (l *Lock) NewLatch() string {
 	b.WriteString(l.latchPrefix)
 	b.Write(digits[:])
 	return b.String()
+}
+
+// randomID returns 16 random bytes: the id of a release request, of a
+// synchronizer's request, of a permit (Redisson's ids are 16 bytes from a
+// fast, non-cryptographic generator too).
+func randomID() [16]byte {
+	var id [16]byte
+	binary.LittleEndian.PutUint64(id[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(id[8:], rand.Uint64())
+	return id
 }
 
 // lockShapeCheck answers whether the key is a lock hash, by lock_shape.lua's rule.

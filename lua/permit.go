@@ -39,7 +39,10 @@ const NoExpiry int64 = 922337203685477
 
 // NewPermitID returns a new permit id: 16 random bytes, as a string of raw
 // bytes (the zset member; Redisson ≥ 3.17.0 shows it as 32 hex digits).
-func NewPermitID() string { return string(randomID()) }
+func NewPermitID() string {
+	id := randomID()
+	return string(id[:])
+}
 
 // Permit is a permit-expirable semaphore (RPermitExpirableSemaphore): its
 // available count N, its permits' zset and its channel.

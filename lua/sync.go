@@ -2,7 +2,6 @@ package lua
 
 import (
 	"context"
-	"crypto/rand"
 	_ "embed"
 	"encoding/hex"
 	"errors"
@@ -38,7 +37,8 @@ type Request struct {
 
 // NewRequest returns a new request on the object name, recorded for ttl.
 func NewRequest(name string, ttl Millis) Request {
-	return Request{Key: requestPrefixOf(name) + hex.EncodeToString(randomID()), TTL: ttl}
+	id := randomID()
+	return Request{Key: requestPrefixOf(name) + hex.EncodeToString(id[:]), TTL: ttl}
 }
 
 // requestPrefixOf is what the request keys of the object name begin with:
@@ -50,13 +50,6 @@ func requestPrefixOf(name string) string {
 		return requestPrefix + ":" + name + ":"
 	}
 	return requestPrefix + ":{" + name + "}:"
-}
-
-// randomID returns 16 random bytes.
-func randomID() []byte {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return b
 }
 
 // eval runs s with keys and argv (see script.run).
