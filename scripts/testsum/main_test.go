@@ -55,14 +55,22 @@ func closing(t *testing.T, out string) string {
 	return lines[len(lines)-1]
 }
 
+// runWant runs testsum on the fake go test with args, checks its exit code and
+// closing count line, and returns its output.
+func runWant(t *testing.T, wantCode int, wantClosing string, args ...string) string {
+	t.Helper()
+	code, out := runFake(t, args...)
+	if code != wantCode {
+		t.Errorf("exit code %d, want %d", code, wantCode)
+	}
+	if got := closing(t, out); got != wantClosing {
+		t.Errorf("closing line %q, want %q\n%s", got, wantClosing, out)
+	}
+	return out
+}
+
 func TestPassing(t *testing.T) {
-	code, out := runFake(t, "passing", "--", "-race", "-count=1")
-	if code != 0 {
-		t.Errorf("exit code %d, want 0", code)
-	}
-	if got, want := closing(t, out), "2 passed, 0 failed, 1 skipped"; got != want {
-		t.Errorf("closing line %q, want %q\n%s", got, want, out)
-	}
+	out := runWant(t, 0, "2 passed, 0 failed, 1 skipped", "passing", "--", "-race", "-count=1")
 	if !strings.Contains(out, "ok  \texample.com/b/p\t0.011s\n") {
 		t.Errorf("no ok line for the package:\n%s", out)
 	}
@@ -87,13 +95,7 @@ func TestVerbosePrintsEverything(t *testing.T) {
 // TestFailures: a build failure, a TestMain that fails after its tests passed, a panic, a
 // timeout, with a package that passes and one without tests (recorded from go test -json).
 func TestFailures(t *testing.T) {
-	code, out := runFake(t, "mixed", "--")
-	if code != 1 {
-		t.Errorf("exit code %d, want 1", code)
-	}
-	if got, want := closing(t, out), "3 passed, 5 failed, 1 skipped"; got != want {
-		t.Errorf("closing line %q, want %q\n%s", got, want, out)
-	}
+	out := runWant(t, 1, "3 passed, 5 failed, 1 skipped", "mixed", "--")
 	for _, want := range []string{
 		"declared and not used: x",              // the compiler's message
 		"FAIL scratch/buildfail [build failed]", // in the list of failures
@@ -117,13 +119,7 @@ func TestFailures(t *testing.T) {
 
 // TestExitWithoutFailure: go test exits non-zero though every reported test passed.
 func TestExitWithoutFailure(t *testing.T) {
-	code, out := runFake(t, "exits", "--")
-	if code != 1 {
-		t.Errorf("exit code %d, want 1", code)
-	}
-	if got, want := closing(t, out), "2 passed, 1 failed, 1 skipped"; got != want {
-		t.Errorf("closing line %q, want %q\n%s", got, want, out)
-	}
+	out := runWant(t, 1, "2 passed, 1 failed, 1 skipped", "exits", "--")
 	if !strings.Contains(out, "go test exited with exit status 1 without reporting") {
 		t.Errorf("the exit is not reported:\n%s", out)
 	}
@@ -131,13 +127,7 @@ func TestExitWithoutFailure(t *testing.T) {
 
 // TestCutStream: go test stopped in the middle of a package.
 func TestCutStream(t *testing.T) {
-	code, out := runFake(t, "cut", "--")
-	if code != 1 {
-		t.Errorf("exit code %d, want 1", code)
-	}
-	if got, want := closing(t, out), "1 passed, 1 failed, 0 skipped"; got != want {
-		t.Errorf("closing line %q, want %q\n%s", got, want, out)
-	}
+	out := runWant(t, 1, "1 passed, 1 failed, 0 skipped", "cut", "--")
 	if !strings.Contains(out, "FAIL example.com/c/q TestHangs (no result: go test stopped)") {
 		t.Errorf("the unfinished test is not reported:\n%s", out)
 	}
@@ -145,26 +135,14 @@ func TestCutStream(t *testing.T) {
 
 // TestModulesAddUp: one closing line for all the directories, failing if any failed.
 func TestModulesAddUp(t *testing.T) {
-	code, out := runFake(t, "passing", "mixed", "cut", "--")
-	if code != 1 {
-		t.Errorf("exit code %d, want 1", code)
-	}
-	if got, want := closing(t, out), "6 passed, 6 failed, 2 skipped"; got != want {
-		t.Errorf("closing line %q, want %q\n%s", got, want, out)
-	}
+	out := runWant(t, 1, "6 passed, 6 failed, 2 skipped", "passing", "mixed", "cut", "--")
 	if n := strings.Count(out, " passed, "); n != 1 {
 		t.Errorf("%d count lines, want 1:\n%s", n, out)
 	}
 }
 
 func TestMissingDir(t *testing.T) {
-	code, out := runFake(t, "passing", "no-such-dir", "--")
-	if code != 1 {
-		t.Errorf("exit code %d, want 1", code)
-	}
-	if got, want := closing(t, out), "2 passed, 1 failed, 1 skipped"; got != want {
-		t.Errorf("closing line %q, want %q\n%s", got, want, out)
-	}
+	runWant(t, 1, "2 passed, 1 failed, 1 skipped", "passing", "no-such-dir", "--")
 }
 
 func TestUsage(t *testing.T) {
@@ -176,13 +154,7 @@ func TestUsage(t *testing.T) {
 
 // TestSubtestOrder: a failed subtest's output comes after what its parent printed before it.
 func TestSubtestOrder(t *testing.T) {
-	code, out := runFake(t, "nested", "--")
-	if code != 1 {
-		t.Errorf("exit code %d, want 1", code)
-	}
-	if got, want := closing(t, out), "1 passed, 2 failed, 0 skipped"; got != want {
-		t.Errorf("closing line %q, want %q\n%s", got, want, out)
-	}
+	out := runWant(t, 1, "1 passed, 2 failed, 0 skipped", "nested", "--")
 	order := []string{"=== RUN   TestParent\n", "parent log before", "=== RUN   TestParent/bad", "sub failed",
 		"--- FAIL: TestParent/bad", "parent log after", "--- FAIL: TestParent (", "FAIL\tscratch2/nested"}
 	rest := out
