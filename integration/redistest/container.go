@@ -120,6 +120,12 @@ func removeHelper() {
 // the only place it looks; with ~/.testcontainers.properties it leaves the decision to
 // ./containers, which asks testcontainers-go itself.
 func dockerAvailable() (ok bool, reason string) {
+	return dockerAvailableAt("/var/run/docker.sock", filepath.Join("/run/user", strconv.Itoa(os.Getuid()), "docker.sock"))
+}
+
+// dockerAvailableAt is dockerAvailable with the machine-wide sockets given: the
+// system one, looked at first, and the rootless one, looked at last.
+func dockerAvailableAt(system, rootless string) (ok bool, reason string) {
 	if host := os.Getenv("DOCKER_HOST"); host != "" {
 		if err := pingDocker(host); err != nil {
 			return false, "$DOCKER_HOST=" + host + ": " + err.Error()
@@ -132,7 +138,7 @@ func dockerAvailable() (ok bool, reason string) {
 			return true, ""
 		}
 	}
-	sockets := []string{"/var/run/docker.sock"}
+	sockets := []string{system}
 	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
 		sockets = append(sockets, filepath.Join(d, "docker.sock"))
 	}
@@ -140,7 +146,7 @@ func dockerAvailable() (ok bool, reason string) {
 		sockets = append(sockets, filepath.Join(home, ".docker", "run", "docker.sock"),
 			filepath.Join(home, ".docker", "desktop", "docker.sock"))
 	}
-	sockets = append(sockets, filepath.Join("/run/user", strconv.Itoa(os.Getuid()), "docker.sock"))
+	sockets = append(sockets, rootless)
 	var tried []string
 	for _, s := range sockets {
 		if _, err := os.Stat(s); err != nil {
