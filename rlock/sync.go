@@ -152,7 +152,8 @@ func (w syncWait[T]) stopped(ctx context.Context, o *syncObject, err error) erro
 	return ctx.Err()
 }
 
-// listen subscribes to a synchronizer's channel: SSUBSCRIBE where the scripts
+// listen subscribes to a channel that announces releases, of a lock (the
+// backend's subscribe) or of a synchronizer: SSUBSCRIBE where the scripts
 // SPUBLISH (a Redis 7 Cluster), else SUBSCRIBE.
 func (c *Client) listen(ctx context.Context, channel string, wake pubsub.WakePolicy) (subscription, error) {
 	subscribe := c.hub.Subscribe
