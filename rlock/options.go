@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/observe"
 	"github.com/holdfast-go/holdfast/watchdog"
 )
 
@@ -25,6 +26,7 @@ type clientOptions struct {
 	fairWait        time.Duration // default DefaultFairWaitTimeout
 	releaseTimeout  time.Duration // default DefaultReleaseTimeout
 	recheck         time.Duration // default DefaultRecheckInterval
+	observer        observe.Observer
 }
 
 // DefaultReleaseTimeout bounds a release (Unlock, and Close's release of the
@@ -233,4 +235,14 @@ func (o *lockOptions) validate() error {
 		return validAcks(o.acks)
 	}
 	return nil
+}
+
+// WithObserver installs o, which sees every public call of the client's
+// objects, and, when it implements them, the optional interfaces of package
+// observe: holds, waits, the watchdog's renewals and the pub/sub
+// connections. holdfastotel's NewObserver is one, for OpenTelemetry. With
+// none installed (the default) the cost is a nil check per call. A nil o
+// installs none.
+func WithObserver(o observe.Observer) ClientOption {
+	return func(co *clientOptions) { co.observer = o }
 }

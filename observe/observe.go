@@ -1,0 +1,93 @@
+package observe
+
+import (
+	"context"
+	"time"
+)
+
+// Observer sees every public call of a client's objects.
+type Observer interface {
+	// Start is called when a public call begins. The context it returns is
+	// the call's from then on: its Redis commands run with it, and it is the
+	// ctx End receives. Return ctx itself to add nothing.
+	Start(ctx context.Context, call Call) context.Context
+	// End is called when the call returns, with the ctx Start returned.
+	End(ctx context.Context, call Call, res Result)
+}
+
+// Call is one public call: what object, which method, and when it began.
+type Call struct {
+	Kind  Kind      // the object's kind
+	Op    Op        // the method
+	Name  string    // the object's name (a lock's, a semaphore's...): unbounded, opt-in only
+	Start time.Time // when the call began
+}
+
+// Result is how a call ended.
+type Result struct {
+	Outcome Outcome
+	// Waited reports whether the call blocked: an acquisition that found the
+	// object taken and waited for it (whatever came of the wait), an Await
+	// that found the count above zero.
+	Waited bool
+	// Err is the call's error (nil for OutcomeOK); for OutcomeNotAcquired,
+	// OutcomeTimeout and OutcomeCanceled it says why, and is not a failure.
+	Err error
+}
+
+// HoldObserver sees holds: a lock held by one owner of the client (from its
+// first acquisition to the end of its last, reentries included), an
+// ExpirableSemaphore's Permits (from acquisition to release or loss). A
+// Semaphore's permits are counts without a holder, and are not holds.
+type HoldObserver interface {
+	// HoldStart is called when a hold begins.
+	HoldStart(h Hold)
+	// HoldEnd is called once when it ends: h is the value HoldStart got, and
+	// err the reason the hold's leases give (nil for HoldReleased).
+	HoldEnd(h Hold, outcome HoldOutcome, err error)
+}
+
+// Hold is one hold.
+type Hold struct {
+	Kind  Kind
+	Name  string
+	Start time.Time // when the acquisition that began the hold was sent
+}
+
+// WaitObserver sees calls that block: an acquisition waiting for a lock or
+// for permits, an Await waiting for a latch, from when the call starts
+// waiting (after its first attempt failed) to when it returns.
+type WaitObserver interface {
+	// WaitStart is called when a call starts blocking.
+	WaitStart(w Wait)
+	// Woken is called each time the waiting call looks at Redis again, with
+	// what made it look (for a look that follows a short pacing sleep, the
+	// event before that sleep).
+	Woken(w Wait, cause Cause)
+	// WaitEnd is called when it stops blocking, whatever the outcome.
+	WaitEnd(w Wait)
+}
+
+// Wait is one blocking call.
+type Wait struct {
+	Kind Kind
+	Op   Op
+	Name string
+}
+
+// RenewObserver sees the watchdog's renewal rounds.
+type RenewObserver interface {
+	// Renewed is called after a round with the number of holds that had
+	// each outcome (only for outcomes with at least one hold).
+	Renewed(outcome RenewOutcome, holds int)
+}
+
+// PubSubObserver sees the client's pub/sub connections.
+type PubSubObserver interface {
+	// Subscriptions is called with +1 when the client subscribes to a
+	// channel (shared by all its waiters on it) and -1 when it drops one.
+	Subscriptions(delta int)
+	// Reconnected is called when a subscriber connection was re-established
+	// and its channels subscribed again: messages may have been lost.
+	Reconnected()
+}
