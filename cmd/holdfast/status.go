@@ -23,10 +23,15 @@ var statusHelp = help{
 		"and awaiters. It only reads, and shows Java (Redisson) objects as it shows holdfast's.",
 	synopsis: "usage: holdfast status [flags] NAME...\n" +
 		"       holdfast status [flags] --scan PATTERN [NAME...]\n" +
-		"       holdfast status [flags] [--semaphore NAME] [--latch NAME] [NAME...]",
+		"       holdfast status [flags] [--semaphore NAME] [--latch NAME] [NAME...]\n" +
+		"       holdfast status --watch [--interval DURATION] [flags] NAME...",
 	notes: "Flags may also follow the names; -- ends them.\n" + durationNote + "\n" +
 		"A semaphore and a latch both store an integer: name the kind with --semaphore or --latch,\n" +
-		"else status shows both readings. See docs/cli.md for the JSON fields and the exit codes.",
+		"else status shows both readings.\n" +
+		"--watch shows the same every --interval until interrupted (Ctrl-C, SIGTERM; exit 0): redrawn\n" +
+		"in place on a terminal, else one block per refresh, or with --json one JSON object per line.\n" +
+		"It combines with --scan, --semaphore and --latch. See docs/cli.md for the JSON fields and\n" +
+		"the exit codes.",
 }
 
 // target is a name status shows, and what the user said it is: "" (nothing),
@@ -51,10 +56,13 @@ func (f kindFlag) String() string { return "" }
 
 // statusConfig is what the flags and operands of "holdfast status" ask for.
 type statusConfig struct {
-	conn    connFlags
-	targets []target
-	asJSON  bool
-	scan    string
+	conn        connFlags
+	targets     []target
+	asJSON      bool
+	scan        string
+	watch       bool          // --watch: show the objects again every interval until interrupted
+	interval    time.Duration // --interval
+	intervalSet bool          // --interval was given
 }
 
 // parseStatus parses the arguments of "holdfast status". The FlagSet is
@@ -62,13 +70,28 @@ type statusConfig struct {
 func parseStatus(args []string) (*statusConfig, *flag.FlagSet, error) {
 	cfg := &statusConfig{}
 	fs := newFlagSet("status")
-	fs.BoolVar(&cfg.asJSON, "json", false, "print a JSON array, one object per name (fields: see docs/cli.md)")
+	fs.BoolVar(&cfg.asJSON, "json", false, "print a JSON array, one object per name; with --watch one JSON object per line and refresh (fields: see docs/cli.md)")
+	fs.BoolVar(&cfg.watch, "watch", false, "show the objects again every --interval until interrupted: redrawn in place on a terminal")
+	durationVar(fs, &cfg.interval, "interval", time.Second, "with --watch, the `DURATION` between two reads, more than 0")
 	fs.StringVar(&cfg.scan, "scan", "", "also show the lock objects whose keys match the glob `PATTERN` (SCAN; every primary of a Cluster)")
 	fs.Var(kindFlag{kindSema, &cfg.targets}, "semaphore", "show `NAME` as a semaphore (RSemaphore, or RPermitExpirableSemaphore); repeatable")
 	fs.Var(kindFlag{kindLatch, &cfg.targets}, "latch", "show `NAME` as a countdown latch (RCountDownLatch); repeatable")
 	cfg.conn.register(fs)
 	err := parseOperands(fs, args, func(n string) { cfg.targets = append(cfg.targets, target{name: n}) })
+	fs.Visit(func(f *flag.Flag) { cfg.intervalSet = cfg.intervalSet || f.Name == "interval" })
 	return cfg, fs, err
+}
+
+// checkWatch returns the usage error of --watch and --interval, if any: an
+// interval of 0, an interval without --watch.
+func (cfg *statusConfig) checkWatch() error {
+	switch {
+	case cfg.interval <= 0:
+		return errors.New("--interval must be more than 0")
+	case cfg.intervalSet && !cfg.watch:
+		return errors.New("--interval is for --watch: add --watch to show the objects again every --interval")
+	}
+	return nil
 }
 
 // statusCommand runs "holdfast status [flags] NAME..." and "holdfast status
@@ -85,6 +108,9 @@ func statusCommand(ctx context.Context, args []string, io stdio) int {
 	if err := checkOperands(cfg.conn, names, len(names) > 0 || cfg.scan != "", "name at least one lock, or give --scan PATTERN", io.env); err != nil {
 		return usageError(io.err, "status", err)
 	}
+	if err := cfg.checkWatch(); err != nil {
+		return usageError(io.err, "status", err)
+	}
 	// A name that lock refuses is refused here too, not shown as free.
 	for _, t := range cfg.targets {
 		if code := refuseName(io.err, "status", t.as, t.name); code != exitOK {
@@ -96,6 +122,9 @@ func statusCommand(ctx context.Context, args []string, io stdio) int {
 		return code
 	}
 	defer rdb.Close()
+	if cfg.watch {
+		return watchStatuses(ctx, rdb, cfg, io)
+	}
 	list, err := statuses(ctx, rdb, cfg.targets, cfg.scan)
 	if err != nil {
 		return redisFailure(io, "status", err)
