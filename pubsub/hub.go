@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/holdfast-go/holdfast/observe"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -40,7 +41,19 @@ type Options struct {
 	// Linger is how long an unused channel stays subscribed, so that waiters that
 	// come and go on the same lock reuse the subscription. Default: DefaultLinger.
 	Linger time.Duration
+	// Observer, if set, sees channels subscribed and dropped, and
+	// reconnections. The hub calls it without its lock held.
+	Observer observe.PubSubObserver
 }
+
+// Wake is what a token says woke its subscription.
+type Wake uint8
+
+// The kinds of wake-ups.
+const (
+	WakeMessage      Wake = iota + 1 // a message on the channel
+	WakeResubscribed                 // the channel was subscribed again after a reconnect: messages may have been lost
+)
 
 // Hub multiplexes the channel subscriptions of one client: classic channels
 // (Subscribe) over one subscriber connection, shard channels of a Redis Cluster
@@ -49,6 +62,7 @@ type Options struct {
 type Hub struct {
 	rdb    redis.UniversalClient
 	linger time.Duration
+	obs    observe.PubSubObserver
 	ctx    context.Context // ends the shard feeds; cancelled by Close
 	cancel context.CancelFunc
 
@@ -61,6 +75,9 @@ type Hub struct {
 	done    chan struct{}  // closed when the classic dispatcher has returned
 	running sync.WaitGroup // the sweeper and the shard feeds
 	swept   bool           // the sweeper has been started
+	// epoch counts the reconnections of the classic connection: a channel
+	// confirmed again in the epoch it was last confirmed in starts a new one.
+	epoch int
 }
 
 // entry is one subscribed channel and the subscriptions that share it.
@@ -72,6 +89,7 @@ type entry struct {
 	permits   int        // banked wake-ups, at most len(subs)
 	idleSince time.Time  // when the last subscription closed; zero while in use
 	shard     *shardFeed // the feed of a shard channel; nil for a classic one
+	epoch     int        // the hub's epoch when a classic channel was last confirmed
 }
 
 // New returns a hub that subscribes through rdb. It opens no connection until the
@@ -84,6 +102,7 @@ func New(rdb redis.UniversalClient, opts Options) *Hub {
 	return &Hub{
 		rdb:     rdb,
 		linger:  opts.Linger,
+		obs:     opts.Observer,
 		ctx:     ctx,
 		cancel:  cancel,
 		shards:  make(map[string]*shardFeed),
@@ -98,7 +117,7 @@ type Subscription struct {
 	h      *Hub
 	e      *entry
 	wake   WakePolicy
-	token  chan struct{} // one wake-up, buffered
+	token  chan Wake // one wake-up, buffered
 	closed bool
 }
 
@@ -158,6 +177,9 @@ func (h *Hub) subscribe(ctx context.Context, channel, shard string, wake WakePol
 		ps = h.classic(ctx)
 	}
 	h.mu.Unlock()
+	if fresh {
+		h.subscriptions(+1)
+	}
 
 	if ps != nil {
 		// An error here means the connection is broken; go-redis has recorded the
@@ -182,7 +204,7 @@ func (h *Hub) join(channel string, wake WakePolicy) (s *Subscription, fresh bool
 		e = &entry{channel: channel, confirmed: make(chan struct{})}
 		h.entries[channel] = e
 	}
-	s = &Subscription{h: h, e: e, wake: wake, token: make(chan struct{}, 1)}
+	s = &Subscription{h: h, e: e, wake: wake, token: make(chan Wake, 1)}
 	e.subs = append(e.subs, s)
 	e.idleSince = time.Time{}
 	return s, !ok, nil
@@ -237,13 +259,14 @@ func (h *Hub) startSweeper() {
 func (s *Subscription) Confirmed() <-chan struct{} { return s.e.confirmed }
 
 // Ready returns the channel on which this subscription receives its wake-up
-// token. Call it each time before waiting: it first moves a banked token, if any,
-// into the channel. Receiving from the channel consumes the token.
-func (s *Subscription) Ready() <-chan struct{} {
+// token, which says what woke it. Call it each time before waiting: it first
+// moves a banked token (a message's), if any, into the channel. Receiving from
+// the channel consumes the token.
+func (s *Subscription) Ready() <-chan Wake {
 	s.h.mu.Lock()
 	if s.e.permits > 0 && len(s.token) == 0 && !s.closed {
 		s.e.permits--
-		s.token <- struct{}{}
+		s.token <- WakeMessage
 	}
 	s.h.mu.Unlock()
 	return s.token
@@ -306,7 +329,9 @@ func (h *Hub) Close() error {
 	}
 	h.closed = true
 	ps, done := h.ps, h.done
+	dropped := len(h.entries)
 	h.mu.Unlock()
+	h.subscriptions(-dropped)
 	h.cancel()
 	h.running.Wait()
 	if ps == nil {
@@ -365,22 +390,22 @@ func (h *Hub) deliver(channel, payload string) {
 	if e == nil || len(e.subs) == 0 {
 		return
 	}
-	e.wake(e.subs[0].wake(payload))
+	e.wake(e.subs[0].wake(payload), WakeMessage)
 }
 
-// wake gives a token to each of the first n subscriptions of e (oldest first)
-// that have room, and banks what is left of n for the next Ready, at most one
-// token per subscription in all. n == All gives one to every subscription with
-// room and banks nothing (every subscription then holds a token); n <= 0 does
-// nothing. h.mu must be held.
-func (e *entry) wake(n int) {
+// wake gives a token saying why to each of the first n subscriptions of e
+// (oldest first) that have room, and banks what is left of n for the next
+// Ready, at most one token per subscription in all. n == All gives one to every
+// subscription with room and banks nothing (every subscription then holds a
+// token); n <= 0 does nothing. h.mu must be held.
+func (e *entry) wake(n int, why Wake) {
 	all := n == All
 	for _, s := range e.subs {
 		if n <= 0 {
 			return
 		}
 		select {
-		case s.token <- struct{}{}:
+		case s.token <- why:
 			if !all {
 				n--
 			}
@@ -397,15 +422,45 @@ func (e *entry) wake(n int) {
 // may have been lost and every subscription is woken.
 func (h *Hub) subscribed(channel string) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	e := h.entries[channel]
+	reconnected := false
 	switch {
 	case e == nil:
 	case !e.isConfirm:
 		e.isConfirm = true
+		e.epoch = h.epoch
 		close(e.confirmed)
 	default:
-		e.wake(All)
+		e.wake(All, WakeResubscribed)
+		reconnected = h.reconfirmed(e)
+	}
+	h.mu.Unlock()
+	if reconnected && h.obs != nil {
+		h.obs.Reconnected()
+	}
+}
+
+// reconfirmed records that the classic channel of e was confirmed again, and
+// reports whether that reveals a reconnection of the classic connection: the
+// first of its channels confirmed again after it (a shard feed reports its
+// own). h.mu must be held.
+func (h *Hub) reconfirmed(e *entry) bool {
+	if e.shard != nil {
+		return false
+	}
+	fresh := e.epoch == h.epoch
+	if fresh {
+		h.epoch++
+	}
+	e.epoch = h.epoch
+	return fresh
+}
+
+// subscriptions tells the observer, if any, of delta channels subscribed
+// (dropped, when negative). h.mu must not be held.
+func (h *Hub) subscriptions(delta int) {
+	if h.obs != nil && delta != 0 {
+		h.obs.Subscriptions(delta)
 	}
 }
 
@@ -414,6 +469,7 @@ func (h *Hub) subscribed(channel string) {
 func (h *Hub) unsubscribeIdle() (time.Duration, bool) {
 	now := time.Now()
 	var drop []string
+	dropped := 0
 	next := time.Duration(-1)
 	h.mu.Lock()
 	for ch, e := range h.entries {
@@ -427,6 +483,7 @@ func (h *Hub) unsubscribeIdle() (time.Duration, bool) {
 			continue
 		}
 		delete(h.entries, ch)
+		dropped++
 		if e.shard != nil {
 			delete(e.shard.want, ch)
 			e.shard.wake()
@@ -436,6 +493,7 @@ func (h *Hub) unsubscribeIdle() (time.Duration, bool) {
 	}
 	ps := h.ps
 	h.mu.Unlock()
+	h.subscriptions(-dropped)
 	if len(drop) > 0 && ps != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = ps.Unsubscribe(ctx, drop...)

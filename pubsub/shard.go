@@ -34,6 +34,9 @@ type shardFeed struct {
 	want map[string]struct{} // channels to carry; guarded by h.mu
 	poke chan struct{}       // want changed
 	rdb  *redis.ClusterClient
+	// dropped: the feed dropped its connection after trouble; the next one
+	// it makes is a reconnection. Owned by the feed's goroutine.
+	dropped bool
 }
 
 // wake tells the feed that want changed.
@@ -70,6 +73,10 @@ func (f *shardFeed) run(ctx context.Context) {
 		if c == nil {
 			c = f.connect(ctx, anyOf(want), avoid)
 			avoid = ""
+			if f.dropped && f.h.obs != nil {
+				f.h.obs.Reconnected()
+			}
+			f.dropped = false
 		}
 		if err := c.sync(ctx, want); err != nil {
 			c = f.drop(ctx, c, &backoff)
@@ -129,6 +136,7 @@ func (f *shardFeed) wanted() map[string]struct{} {
 // loop connects again.
 func (f *shardFeed) drop(ctx context.Context, c *shardConn, backoff *time.Duration) *shardConn {
 	c.close()
+	f.dropped = true
 	f.rdb.ReloadState(ctx)
 	*backoff = min(max(2**backoff, 50*time.Millisecond), time.Second)
 	select {

@@ -1,8 +1,12 @@
 package rlock
 
 import (
+	"cmp"
 	"context"
 	"time"
+
+	"github.com/holdfast-go/holdfast/observe"
+	"github.com/holdfast-go/holdfast/pubsub"
 )
 
 // subscription is the queue's share of a release channel's subscription
@@ -17,8 +21,9 @@ type subscription interface {
 type waker interface {
 	// Confirmed is closed once messages published from now on are heard.
 	Confirmed() <-chan struct{}
-	// Ready yields a token per message meant for this waiter.
-	Ready() <-chan struct{}
+	// Ready yields a token per message meant for this waiter, which says
+	// whether a message or a re-subscription sent it.
+	Ready() <-chan pubsub.Wake
 }
 
 // turn is what one attempt of a wait gave: the result, or how long the waiter
@@ -30,6 +35,11 @@ type turn[T any] struct {
 	// attempt read it, or sooner. Negative: until something wakes the waiter (a
 	// hand-off to it is in flight, whose releaser wakes it).
 	sleep time.Duration
+	// idle: the attempt did not look at Redis, it only said how long to sleep.
+	idle bool
+	// timer is what it means when the sleep runs out (observers' wake cause):
+	// the holder's lease as last read, a recheck, a back-off.
+	timer observe.Cause
 }
 
 // waitPlan is one wait, as await runs it.
@@ -51,6 +61,9 @@ type waitPlan[T any] struct {
 	// when a message arrives, before the next attempt (the Mutex paces them);
 	// either way the waiter attempts again.
 	confirmed, heard func()
+	// watch is the observed call the wait belongs to (nil: none), told when
+	// it blocks and what wakes it.
+	watch *observed
 }
 
 // await runs a wait: attempt; if that did not end it, sleep until the bound the
@@ -66,10 +79,15 @@ func await[T any](ctx context.Context, p waitPlan[T]) (T, error) {
 	var zero T
 	var listen waker
 	var confirmed <-chan struct{}
+	var woke observe.Cause // what ended the last sleep, told at the next look
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		t, err := p.attempt(ctx)
+		if !t.idle && woke != 0 {
+			p.watch.woken(woke)
+			woke = 0
+		}
 		if err != nil || t.done {
 			return t.got, err
 		}
@@ -84,20 +102,26 @@ func await[T any](ctx context.Context, p waitPlan[T]) (T, error) {
 			timer.Reset(t.sleep)
 			due = timer.C
 		}
-		var ready <-chan struct{}
+		var ready <-chan pubsub.Wake
 		if listen != nil {
 			ready = listen.Ready()
 		}
+		p.watch.blocking()
 		select {
 		case got := <-p.handed:
+			p.watch.woken(observe.CauseHandOff)
 			return got, nil
 		case <-p.wake:
+			woke = observe.CauseLocal
 		case <-due:
+			woke = cmp.Or(woke, t.timer) // a short pacing sleep keeps the news before it
 		case <-confirmed:
 			confirmed = nil
-			call(p.confirmed)
-		case <-ready:
-			call(p.heard)
+			woke = observe.CauseSubscribed
+			call(p.confirmed, p.wake)
+		case w := <-ready:
+			woke = causeOf(w)
+			call(p.heard, p.wake)
 		case <-ctx.Done():
 			return zero, ctx.Err()
 		}
@@ -105,8 +129,23 @@ func await[T any](ctx context.Context, p waitPlan[T]) (T, error) {
 	}
 }
 
-func call(f func()) {
-	if f != nil {
-		f()
+// call runs f, if set, and then takes the token f may have put on wake: the
+// next attempt looks anyway.
+func call(f func(), wake <-chan struct{}) {
+	if f == nil {
+		return
 	}
+	f()
+	select {
+	case <-wake:
+	default:
+	}
+}
+
+// causeOf is the observers' cause of a subscription's token.
+func causeOf(w pubsub.Wake) observe.Cause {
+	if w == pubsub.WakeResubscribed {
+		return observe.CauseResubscribe
+	}
+	return observe.CauseMessage
 }

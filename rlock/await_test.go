@@ -7,22 +7,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/holdfast-go/holdfast/pubsub"
 	"github.com/stretchr/testify/require"
 )
 
 // fakeWaker is a subscription the test drives: confirm and message.
 type fakeWaker struct {
 	confirmed chan struct{}
-	ready     chan struct{}
+	ready     chan pubsub.Wake
 }
 
 func newFakeWaker() *fakeWaker {
-	return &fakeWaker{confirmed: make(chan struct{}), ready: make(chan struct{}, 1)}
+	return &fakeWaker{confirmed: make(chan struct{}), ready: make(chan pubsub.Wake, 1)}
 }
 
 func (w *fakeWaker) Confirmed() <-chan struct{} { return w.confirmed }
-func (w *fakeWaker) Ready() <-chan struct{}     { return w.ready }
-func (w *fakeWaker) message()                   { w.ready <- struct{}{} }
+func (w *fakeWaker) Ready() <-chan pubsub.Wake  { return w.ready }
+func (w *fakeWaker) message()                   { w.ready <- pubsub.WakeMessage }
 
 // script is a fake attempt: it records each call and answers from a list; past
 // the list it says "sleep an hour".
@@ -226,5 +227,5 @@ type fakeSubscription struct {
 func newFakeSubscription() *fakeSubscription { return &fakeSubscription{w: newFakeWaker()} }
 
 func (s *fakeSubscription) Confirmed() <-chan struct{} { return s.w.Confirmed() }
-func (s *fakeSubscription) Ready() <-chan struct{}     { return s.w.Ready() }
+func (s *fakeSubscription) Ready() <-chan pubsub.Wake  { return s.w.Ready() }
 func (s *fakeSubscription) Close()                     { s.closed = true }

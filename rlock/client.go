@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/observe"
 	"github.com/holdfast-go/holdfast/pubsub"
 	"github.com/holdfast-go/holdfast/watchdog"
 	"github.com/redis/go-redis/v9"
@@ -35,6 +36,7 @@ type Client struct {
 	// deadlines: go-redis applies a ctx's deadline to its sockets
 	// (ContextTimeoutEnabled), so that the release timeout bounds a release.
 	deadlines bool
+	obs       observers // WithObserver's, and its optional interfaces
 
 	ctx    context.Context // cancelled, with cause ErrClosed, by Close
 	cancel context.CancelCauseFunc
@@ -74,7 +76,7 @@ func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 		rdb:       rdb,
 		id:        uuid.NewString(),
 		opts:      o,
-		hub:       pubsub.New(rdb, pubsub.Options{}),
+		obs:       newObservers(o.observer),
 		latchTTL:  lua.NewMillis(retryWindow(rdb)),
 		deadlines: honoursDeadlines(rdb),
 		watched:   lua.NewMillis(o.watchdogTimeout),
@@ -85,12 +87,16 @@ func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 		latches:   make(map[string]*latchNews),
 	}
 	c.backend = c.redisBackend()
+	renewals, _ := o.observer.(observe.RenewObserver)
+	conns, _ := o.observer.(observe.PubSubObserver)
+	c.hub = pubsub.New(rdb, pubsub.Options{Observer: conns})
 	_, cluster := rdb.(*redis.ClusterClient)
 	c.wd = watchdog.New(rdb, watchdog.Options{
 		Timeout:  o.watchdogTimeout,
 		Interval: o.renewInterval,
 		Logger:   o.logger,
 		Cluster:  cluster,
+		Observer: renewals,
 	})
 	return c, nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/observe"
 )
 
 // ExpirableSemaphore is a semaphore whose permits have ids and leases,
@@ -115,7 +116,7 @@ func (s *ExpirableSemaphore) acquire(ctx context.Context, n int64, o permitOptio
 	}
 	attempt := func(ctx context.Context) (turn[*Permits], error) {
 		p, sleep, err := s.attempt(ctx, ids, o.lease)
-		return turn[*Permits]{got: p, done: p != nil || !wait || err != nil, sleep: sleep}, err
+		return turn[*Permits]{got: p, done: p != nil || !wait || err != nil, sleep: sleep, timer: observe.CauseLeaseExpiry}, err
 	}
 	var deadline time.Time
 	if o.wait > 0 {

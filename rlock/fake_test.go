@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/pubsub"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
@@ -223,7 +224,7 @@ func (f *fakeLock) releaseLocked(a lua.ReleaseArgs) lua.ReleaseReply {
 func (f *fakeLock) publishLocked() {
 	for s := range f.subs {
 		select {
-		case s.token <- struct{}{}:
+		case s.token <- pubsub.WakeMessage:
 		default:
 		}
 	}
@@ -231,7 +232,7 @@ func (f *fakeLock) publishLocked() {
 
 // subscribe ignores ctx, as pubsub.Hub.Subscribe does.
 func (f *fakeLock) subscribe(_ context.Context, channel string) (subscription, error) {
-	s := &fakeSub{f: f, channel: channel, confirmed: make(chan struct{}), token: make(chan struct{}, 1)}
+	s := &fakeSub{f: f, channel: channel, confirmed: make(chan struct{}), token: make(chan pubsub.Wake, 1)}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.subs[s] = struct{}{}
@@ -318,14 +319,14 @@ type fakeSub struct {
 	f         *fakeLock
 	channel   string
 	confirmed chan struct{}
-	token     chan struct{} // buffered 1, fed by publishLocked
+	token     chan pubsub.Wake // buffered 1, fed by publishLocked
 	once      sync.Once
 }
 
 func (s *fakeSub) confirm() { s.once.Do(func() { close(s.confirmed) }) }
 
 func (s *fakeSub) Confirmed() <-chan struct{} { return s.confirmed }
-func (s *fakeSub) Ready() <-chan struct{}     { return s.token }
+func (s *fakeSub) Ready() <-chan pubsub.Wake  { return s.token }
 
 func (s *fakeSub) Close() {
 	s.f.mu.Lock()

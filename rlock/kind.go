@@ -1,6 +1,9 @@
 package rlock
 
-import "github.com/holdfast-go/holdfast/lua"
+import (
+	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/observe"
+)
 
 // lockDef is one lock handle's view of its lock: the names the scripts use, their
 // layout (RLock's hash, the fair lock's, a side of a read/write lock) and the
@@ -12,11 +15,34 @@ type lockDef struct {
 	// other than RLock's by a tag, so that a read/write lock's two sides (one
 	// Redis key, two kinds of holds) each have their own entry.
 	id string
+	// seen is the lock object's kind as its observer sees it.
+	seen observe.Kind
 }
 
 // newLockDef returns the lockDef of the lock name of the layout l and kind k.
 func newLockDef(name string, l lua.Layout, k kind) *lockDef {
-	return &lockDef{Lock: lua.NewLayoutLock(name, l), kind: k, id: entryID(name, l)}
+	return &lockDef{Lock: lua.NewLayoutLock(name, l), kind: k, id: entryID(name, l), seen: k.observed(l)}
+}
+
+// observed returns the observer's kind of the lock object of layout l and kind k.
+func (k kind) observed(l lua.Layout) observe.Kind {
+	switch {
+	case l == lua.LayoutRead:
+		return observe.KindReadMutex
+	case l == lua.LayoutWrite:
+		return observe.KindWriteMutex
+	case l == lua.LayoutFair && k.nonReentrant:
+		return observe.KindNonReentrantFairMutex
+	case l == lua.LayoutFair:
+		return observe.KindFairMutex
+	case k.spin != nil:
+		return observe.KindSpinMutex
+	case k.fenced:
+		return observe.KindFencedMutex
+	case k.nonReentrant:
+		return observe.KindNonReentrantMutex
+	}
+	return observe.KindMutex
 }
 
 // entryID returns the key in Client.locks of the lock name of the layout l.

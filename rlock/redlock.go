@@ -7,12 +7,24 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/holdfast-go/holdfast/observe"
+	"github.com/holdfast-go/holdfast/pubsub"
 )
 
 // redLockRetry is the mean pause between two rounds of a waiting RedLock when no
 // release message arrives first; each pause is drawn uniformly from half to one
 // and a half times it, so that competing clients do not retry in step.
 const redLockRetry = 200 * time.Millisecond
+
+// client returns the client of the first part, whose observer sees the
+// RedLock's calls; nil without parts.
+func (r *RedLock) client() *Client {
+	if len(r.parts) == 0 {
+		return nil
+	}
+	return r.parts[0].c
+}
 
 // RedLock is a lock held while a majority of independent Redis primaries grant
 // it: the Redlock algorithm as the Redis documentation states it (Redisson's
@@ -75,7 +87,7 @@ func (r *RedLock) lock(ctx context.Context, lo lockOptions) (*MultiLease, error)
 		attempt: func(ctx context.Context) (turn[*MultiLease], error) {
 			l, err := r.round(ctx, lo)
 			if errors.Is(err, ErrNotAcquired) && ctx.Err() == nil {
-				return turn[*MultiLease]{sleep: redLockRetry/2 + rand.N(redLockRetry)}, nil
+				return turn[*MultiLease]{sleep: redLockRetry/2 + rand.N(redLockRetry), timer: observe.CauseBackoff}, nil
 			}
 			return turn[*MultiLease]{got: l, done: true}, err
 		},
@@ -83,6 +95,7 @@ func (r *RedLock) lock(ctx context.Context, lo lockOptions) (*MultiLease, error)
 			parts = r.listen(ctx)
 			return parts, nil
 		},
+		watch: r.client().observedIn(ctx),
 	})
 	if err != nil && ctx.Err() != nil && !errors.Is(err, ErrNotAcquired) {
 		return nil, notAcquired(ctx, r.parts[0].name)
@@ -167,14 +180,14 @@ func (r *RedLock) listen(ctx context.Context) *partsWaker {
 // Its goroutines, one per subscription, end with Close.
 type partsWaker struct {
 	subs      []subscription
-	ready     chan struct{} // one token, buffered
+	ready     chan pubsub.Wake // one token, buffered
 	confirmed chan struct{}
 	stop      chan struct{}
 	wg        sync.WaitGroup
 }
 
 func newPartsWaker(subs []subscription) *partsWaker {
-	w := &partsWaker{subs: subs, ready: make(chan struct{}, 1), confirmed: make(chan struct{}), stop: make(chan struct{})}
+	w := &partsWaker{subs: subs, ready: make(chan pubsub.Wake, 1), confirmed: make(chan struct{}), stop: make(chan struct{})}
 	var left sync.WaitGroup
 	left.Add(len(subs))
 	for _, s := range subs {
@@ -198,9 +211,9 @@ func (w *partsWaker) forward(s subscription, left *sync.WaitGroup) {
 	}
 	for {
 		select {
-		case <-s.Ready():
+		case why := <-s.Ready():
 			select {
-			case w.ready <- struct{}{}:
+			case w.ready <- why:
 			default:
 			}
 		case <-w.stop:
@@ -210,7 +223,7 @@ func (w *partsWaker) forward(s subscription, left *sync.WaitGroup) {
 }
 
 func (w *partsWaker) Confirmed() <-chan struct{} { return w.confirmed }
-func (w *partsWaker) Ready() <-chan struct{}     { return w.ready }
+func (w *partsWaker) Ready() <-chan pubsub.Wake  { return w.ready }
 
 // Close stops the goroutines and closes the subscriptions.
 func (w *partsWaker) Close() {

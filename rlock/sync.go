@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/observe"
 	"github.com/holdfast-go/holdfast/pubsub"
 )
 
@@ -122,9 +123,9 @@ func (w syncWait[T]) run(ctx context.Context, o *syncObject) (T, error) {
 			if tried {
 				t, err = w.attempt(ctx)
 			}
-			tried = true
+			t.idle, tried = !tried, true
 			if t.sleep < 0 || t.sleep > c.opts.recheck {
-				t.sleep = c.opts.recheck
+				t.sleep, t.timer = c.opts.recheck, observe.CauseRecheck
 			}
 			return t, err
 		},
@@ -133,6 +134,7 @@ func (w syncWait[T]) run(ctx context.Context, o *syncObject) (T, error) {
 			sub = s
 			return s, o.wrap(err)
 		},
+		watch: c.observedIn(ctx),
 	})
 	return got, w.stopped(ctx, o, err)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/observe"
 	"github.com/holdfast-go/holdfast/pubsub"
 )
 
@@ -109,14 +110,15 @@ func (c *Client) spin(ctx context.Context, lk *lockDef, o *owner, lo lockOptions
 	l, err := await(ctx, waitPlan[*Lease]{
 		attempt: func(ctx context.Context) (turn[*Lease], error) {
 			if n++; n == 0 {
-				return turn[*Lease]{sleep: lk.spin.Delay(0)}, nil
+				return turn[*Lease]{sleep: lk.spin.Delay(0), idle: true, timer: observe.CauseBackoff}, nil
 			}
 			l, _, err := c.attempt(ctx, o, lk, lo)
 			if errors.Is(err, ErrNotAcquired) && ctx.Err() == nil {
-				return turn[*Lease]{sleep: lk.spin.Delay(n)}, nil
+				return turn[*Lease]{sleep: lk.spin.Delay(n), timer: observe.CauseBackoff}, nil
 			}
 			return turn[*Lease]{got: l, done: true}, err
 		},
+		watch: c.observedIn(ctx),
 	})
 	if err != nil && ctx.Err() != nil {
 		return nil, stopped(ctx, lk.Name())
@@ -150,6 +152,7 @@ func (c *Client) wait(ctx context.Context, lk *lockDef, w *waiter, first time.Ti
 	e.enqueue(w, first)
 	c.mu.Unlock()
 
+	c.observedIn(ctx).blocking()
 	select {
 	case <-w.turn:
 		return c.lead(ctx, e, w)
@@ -166,14 +169,14 @@ func (c *Client) wait(ctx context.Context, lk *lockDef, w *waiter, first time.Ti
 func (c *Client) lead(ctx context.Context, e *lockEntry, w *waiter) (*Lease, error) {
 	l, err := await(ctx, waitPlan[*Lease]{
 		attempt: func(ctx context.Context) (turn[*Lease], error) {
-			l, sleep, err := c.step(ctx, e, w)
-			return turn[*Lease]{got: l, done: l != nil, sleep: sleep}, err
+			return c.step(ctx, e, w)
 		},
 		subscribe: func(ctx context.Context) (waker, error) { return c.join(ctx, e) },
 		wake:      w.wake,
 		handed:    w.grant,
 		confirmed: func() { c.locked(e.listening) },
 		heard:     func() { c.locked(e.heard) },
+		watch:     c.observedIn(ctx),
 	})
 	switch {
 	case err == nil:
@@ -209,17 +212,17 @@ func (c *Client) join(ctx context.Context, e *lockEntry) (subscription, error) {
 }
 
 // step returns the lease handed to w, or makes w's attempt if it is due and no
-// hand-off to w is in flight, or else returns how long w may sleep: until
-// attemptAt, or (-1) until the releaser handing w the lock wakes it.
-func (c *Client) step(ctx context.Context, e *lockEntry, w *waiter) (*Lease, time.Duration, error) {
+// hand-off to w is in flight, or else returns how long w may sleep (idle):
+// until attemptAt, or (-1) until the releaser handing w the lock wakes it.
+func (c *Client) step(ctx context.Context, e *lockEntry, w *waiter) (turn[*Lease], error) {
 	c.mu.Lock()
 	handed, attempt, sleep := e.headStep(w)
 	c.mu.Unlock()
 	switch {
 	case handed:
-		return <-w.grant, 0, nil
+		return turn[*Lease]{got: <-w.grant, done: true}, nil
 	case !attempt:
-		return nil, sleep, nil
+		return turn[*Lease]{sleep: sleep, idle: true, timer: observe.CauseLeaseExpiry}, nil
 	}
 
 	l, ttl, err := c.attempt(ctx, w.o, e.lk, w.lo)
@@ -234,7 +237,7 @@ func (c *Client) step(ctx context.Context, e *lockEntry, w *waiter) (*Lease, tim
 	case answered:
 		err = nil // held: sleep
 	}
-	return l, sleep, err
+	return turn[*Lease]{got: l, done: l != nil, sleep: sleep, timer: observe.CauseLeaseExpiry}, err
 }
 
 // locked runs f, a transition of an entry, with c.mu held.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/observe"
 	"github.com/holdfast-go/holdfast/pubsub"
 )
 
@@ -54,7 +55,7 @@ func (c *Client) takeTurn(ctx context.Context, e *lockEntry, w *waiter) (*Lease,
 		attempt: func(ctx context.Context) (turn[*Lease], error) {
 			l, ttl, err := c.attempt(ctx, w.o, e.lk, w.lo)
 			if errors.Is(err, ErrNotAcquired) && ctx.Err() == nil {
-				return turn[*Lease]{sleep: time.Until(c.expiry(ttl))}, nil
+				return turn[*Lease]{sleep: time.Until(c.expiry(ttl)), timer: observe.CauseLeaseExpiry}, nil
 			}
 			return turn[*Lease]{got: l, done: true}, err
 		},
@@ -63,7 +64,8 @@ func (c *Client) takeTurn(ctx context.Context, e *lockEntry, w *waiter) (*Lease,
 			sub, err = c.subscribeWaiter(ctx, e, w)
 			return sub, err
 		},
-		wake: w.wake,
+		wake:  w.wake,
+		watch: c.observedIn(ctx),
 	})
 	if err != nil && ctx.Err() != nil {
 		return nil, stopped(ctx, e.name)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/observe"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -43,6 +44,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Cluster makes batches group keys by hash slot. Set it for Redis Cluster.
 	Cluster bool
+	// Observer, if set, sees every round's renewals by outcome.
+	Observer observe.RenewObserver
 }
 
 // Watchdog renews and watches the holds of one client. It is safe for concurrent
@@ -302,9 +305,11 @@ func (w *Watchdog) round() {
 	results := w.send(ctx, batches, sent)
 
 	var lost []*Hold
+	var count tally
 	w.mu.Lock()
 	for i, b := range batches {
 		if results[i].err != nil {
+			count.failed += len(b)
 			continue
 		}
 		for j, h := range b {
@@ -312,6 +317,7 @@ func (w *Watchdog) round() {
 				continue // stopped or changed while the round was in flight
 			}
 			if j < len(results[i].ok) && results[i].ok[j] {
+				count.ok++
 				if d := sent.Add(w.opts.Timeout); d.After(h.due) {
 					h.due = d
 					heap.Fix(&w.deadline, h.index)
@@ -323,8 +329,28 @@ func (w *Watchdog) round() {
 		}
 	}
 	w.mu.Unlock()
+	count.lost = len(lost)
+	count.report(w.opts.Observer)
 	for _, h := range lost {
 		h.OnLost(ErrGone)
+	}
+}
+
+// tally counts a round's renewals by outcome.
+type tally struct{ ok, failed, lost int }
+
+// report gives the counts that are not zero to o, if set.
+func (t tally) report(o observe.RenewObserver) {
+	if o == nil {
+		return
+	}
+	for _, r := range [...]struct {
+		outcome observe.RenewOutcome
+		n       int
+	}{{observe.RenewOK, t.ok}, {observe.RenewFailed, t.failed}, {observe.RenewLost, t.lost}} {
+		if r.n > 0 {
+			o.Renewed(r.outcome, r.n)
+		}
 	}
 }
 
@@ -364,8 +390,8 @@ func (w *Watchdog) send(ctx context.Context, batches [][]*Hold, sent time.Time) 
 	}
 	for i, r := range out {
 		if r.err != nil && w.opts.Logger != nil && ctx.Err() == nil {
-			w.opts.Logger.Warn("watchdog: renewal failed; retrying next round",
-				"holds", len(holds[i]), "error", r.err)
+			w.opts.Logger.Warn(observe.EventRenewal, observe.AttrOutcome, observe.RenewFailed.String(),
+				observe.AttrHolds, len(holds[i]), "error", r.err)
 		}
 	}
 	return out

@@ -1,0 +1,174 @@
+package rlock
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/holdfast-go/holdfast/observe"
+	"github.com/holdfast-go/holdfast/watchdog"
+)
+
+// observers is the client's observer (WithObserver) and the optional
+// interfaces it implements, found once by New. All nil when none is installed:
+// every report then costs a nil check.
+type observers struct {
+	calls observe.Observer
+	holds observe.HoldObserver
+	waits observe.WaitObserver
+}
+
+// newObservers looks up the optional interfaces of o.
+func newObservers(o observe.Observer) observers {
+	if o == nil {
+		return observers{}
+	}
+	obs := observers{calls: o}
+	obs.holds, _ = o.(observe.HoldObserver)
+	obs.waits, _ = o.(observe.WaitObserver)
+	return obs
+}
+
+// observed is one public call that the client's observer sees: the ctx the
+// observer returned for it (the call's from then on, which the waits below it
+// find), the call, and whether it blocked. It is made only when an observer is
+// installed; a nil *observed reports nothing.
+type observed struct {
+	context.Context
+	obs     *observers
+	call    observe.Call
+	parent  *observed // the public call this one runs in: a MultiLock's, for its parts' Lock
+	waited  bool      // the call, or one it runs, blocked
+	blocked bool      // this call blocked: WaitStart was reported, WaitEnd is due
+}
+
+// observedKey is the ctx key under which an observed call finds itself.
+type observedKey struct{}
+
+// Value answers observedKey with o, and any other key as o's ctx does.
+func (o *observed) Value(key any) any {
+	if key == (observedKey{}) {
+		return o
+	}
+	return o.Context.Value(key)
+}
+
+// begin starts reporting a public call of op on the object name of kind k, and
+// returns the ctx the call goes on with. With no observer installed (or no
+// client: a MultiLock without parts) it returns ctx itself and nil.
+func (c *Client) begin(ctx context.Context, k observe.Kind, op observe.Op, name string) (context.Context, *observed) {
+	if c == nil || c.obs.calls == nil {
+		return ctx, nil
+	}
+	o := &observed{obs: &c.obs, call: observe.Call{Kind: k, Op: op, Name: name, Start: time.Now()}}
+	o.parent, _ = ctx.Value(observedKey{}).(*observed)
+	o.Context = c.obs.calls.Start(ctx, o.call)
+	return o, o
+}
+
+// end reports the end of the call, whose error is *err; deferred with the
+// call's named error result.
+func (o *observed) end(err *error) {
+	if o == nil {
+		return
+	}
+	if o.blocked && o.obs.waits != nil {
+		o.obs.waits.WaitEnd(o.wait())
+	}
+	o.obs.calls.End(o.Context, o.call, observe.Result{Outcome: outcomeOf(*err), Waited: o.waited, Err: *err})
+}
+
+// observedIn returns the observed call ctx belongs to, or nil (always nil
+// without an observer: no ctx lookup).
+func (c *Client) observedIn(ctx context.Context) *observed {
+	if c == nil || c.obs.calls == nil {
+		return nil
+	}
+	o, _ := ctx.Value(observedKey{}).(*observed)
+	return o
+}
+
+// blocking records that the call is about to block (idempotent): it and the
+// calls it runs in waited.
+func (o *observed) blocking() {
+	if o == nil || o.blocked {
+		return
+	}
+	o.blocked = true
+	for p := o; p != nil; p = p.parent {
+		p.waited = true
+	}
+	if o.obs.waits != nil {
+		o.obs.waits.WaitStart(o.wait())
+	}
+}
+
+// woken reports what made the blocked call look at Redis again.
+func (o *observed) woken(cause observe.Cause) {
+	if o != nil && o.obs.waits != nil {
+		o.obs.waits.Woken(o.wait(), cause)
+	}
+}
+
+func (o *observed) wait() observe.Wait {
+	return observe.Wait{Kind: o.call.Kind, Op: o.call.Op, Name: o.call.Name}
+}
+
+// outcomeOf classifies a call's error: a wait that ran out and an object
+// found taken are outcomes, not failures.
+func outcomeOf(err error) observe.Outcome {
+	switch {
+	case err == nil:
+		return observe.OutcomeOK
+	case errors.Is(err, errWaitElapsed) || errors.Is(err, context.DeadlineExceeded):
+		return observe.OutcomeTimeout
+	case errors.Is(err, context.Canceled) || errors.Is(err, ErrClosed):
+		return observe.OutcomeCanceled
+	case errors.Is(err, ErrNotAcquired):
+		return observe.OutcomeNotAcquired
+	}
+	return observe.OutcomeError
+}
+
+// errForceUnlocked is the reason of holds ended by this client's ForceUnlock.
+var errForceUnlocked = errors.New("force-unlocked")
+
+// holdOutcomeOf classifies the reason a hold ended with.
+func holdOutcomeOf(err error) observe.HoldOutcome {
+	switch {
+	case errors.Is(err, ErrUnlocked) || errors.Is(err, ErrReleased):
+		return observe.HoldReleased
+	case errors.Is(err, ErrClosed):
+		return observe.HoldClosed
+	case errors.Is(err, ErrUnlockUnconfirmed):
+		return observe.HoldUnconfirmed
+	case errors.Is(err, errForceUnlocked):
+		return observe.HoldForceReleased
+	case errors.Is(err, watchdog.ErrLeaseEnded):
+		return observe.HoldExpired
+	}
+	return observe.HoldLost
+}
+
+// holdStarted reports a hold that began with an acquisition sent at sent,
+// and returns what holdEnded reports of it.
+func (c *Client) holdStarted(k observe.Kind, name string, sent time.Time) observe.Hold {
+	if c.obs.holds == nil {
+		return observe.Hold{}
+	}
+	h := observe.Hold{Kind: k, Name: name, Start: sent}
+	c.obs.holds.HoldStart(h)
+	return h
+}
+
+// holdEnded reports the end of the hold h with the reason err.
+func (c *Client) holdEnded(h observe.Hold, err error) {
+	if c.obs.holds == nil || h.Kind == 0 {
+		return
+	}
+	outcome := holdOutcomeOf(err)
+	if outcome == observe.HoldReleased {
+		err = nil
+	}
+	c.obs.holds.HoldEnd(h, outcome, err)
+}
