@@ -24,6 +24,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/integration/redistest"
 	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/observe"
 	"github.com/holdfast-go/holdfast/rlock"
 	"github.com/holdfast-go/holdfast/watchdog"
 	"github.com/redis/go-redis/v9"
@@ -835,7 +836,9 @@ func TestWatchdogOnLostAndLogger(t *testing.T) {
 
 	out := logs.String()
 	t.Logf("log:\n%s", out)
-	require.Equal(t, 2, strings.Count(out, `msg="rlock: lock lost"`), "one log record per lost hold")
+	require.Equal(t, 2, strings.Count(out, "msg="+observe.EventHoldEnd), "one log record per lost hold")
+	require.Equal(t, 2, strings.Count(out, observe.AttrOutcome+"="+observe.HoldLost.String()), "with the observer's outcome")
+	require.Equal(t, 2, strings.Count(out, observe.AttrKind+"="+observe.KindMutex.String()), "and kind")
 	require.Contains(t, out, a)
 	require.Contains(t, out, b)
 	require.Contains(t, out, "level=WARN")

@@ -86,7 +86,7 @@ func (c *Client) acquired(o *owner, lk *lockDef, a lua.AcquireArgs, lo lockOptio
 	c.mu.Unlock()
 	c.undoAcquire(a)
 	if errors.Is(err, ErrLockLost) {
-		c.reportLost(lk.Name(), err)
+		c.reportLost(lk.seen, lk.Name(), err)
 	}
 	return nil, err
 }
@@ -115,7 +115,7 @@ func (c *Client) adopt(o *owner, lk *lockDef, count int64) error {
 	}
 	c.mu.Unlock()
 	if lost != nil {
-		c.reportLost(lk.Name(), lost)
+		c.reportLost(lk.seen, lk.Name(), lost)
 	}
 	return lost
 }

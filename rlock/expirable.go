@@ -38,7 +38,7 @@ type ExpirableSemaphore struct {
 // would hash to another Redis Cluster slot is refused: every call returns an
 // error matching ErrInvalidArgument.
 func (c *Client) NewExpirableSemaphore(name string) *ExpirableSemaphore {
-	return &ExpirableSemaphore{o: c.newSyncObject(name, "semaphore", lua.CheckExpirableSemaphoreName), keys: lua.NewPermit(name)}
+	return &ExpirableSemaphore{o: c.newSyncObject(name, "semaphore", observe.KindExpirableSemaphore, lua.CheckExpirableSemaphoreName), keys: lua.NewPermit(name)}
 }
 
 // Name returns the semaphore's name.
@@ -75,7 +75,9 @@ func WithPermitLease(d time.Duration) PermitOption {
 // then it returns an error matching ErrNotAcquired and ctx's error. The
 // permits are held until Permits.Release, or until their lease runs out
 // (WithPermitLease), or while the watchdog renews them.
-func (s *ExpirableSemaphore) Acquire(ctx context.Context, n int64, opts ...PermitOption) (*Permits, error) {
+func (s *ExpirableSemaphore) Acquire(ctx context.Context, n int64, opts ...PermitOption) (_ *Permits, err error) {
+	ctx, ob := s.o.begin(ctx, observe.OpAcquire)
+	defer ob.end(&err)
 	var o permitOptions
 	for _, f := range opts {
 		f(&o)
@@ -86,7 +88,9 @@ func (s *ExpirableSemaphore) Acquire(ctx context.Context, n int64, opts ...Permi
 // TryAcquire takes n permits if they are available now, or with WithWaitTime
 // as soon as they are within that time; otherwise it returns an error matching
 // ErrNotAcquired.
-func (s *ExpirableSemaphore) TryAcquire(ctx context.Context, n int64, opts ...TryPermitOption) (*Permits, error) {
+func (s *ExpirableSemaphore) TryAcquire(ctx context.Context, n int64, opts ...TryPermitOption) (_ *Permits, err error) {
+	ctx, ob := s.o.begin(ctx, observe.OpTryAcquire)
+	defer ob.end(&err)
 	var o permitOptions
 	for _, f := range opts {
 		f.applyTryPermit(&o)
@@ -161,7 +165,9 @@ func (s *ExpirableSemaphore) attempt(ctx context.Context, ids []string, lease ti
 // client's release timeout, not with ctx. A Permits handle of this client whose
 // permit is released here learns it at its next renewal and ends with
 // ErrPermitLost.
-func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
+func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) (err error) {
+	ctx, ob := s.o.begin(ctx, observe.OpRelease)
+	defer ob.end(&err)
 	raw, err := s.rawIDs(ids)
 	if err != nil {
 		return err

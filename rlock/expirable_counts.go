@@ -7,13 +7,16 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/observe"
 )
 
 // UpdateLease gives the permit id a new lease from now (NoLease: none), after
 // reclaiming the expired permits, and reports whether the semaphore still held
 // it (Redisson's updateLeaseTime). A permit this client's watchdog renews gets
 // the watchdog's lease back at its next renewal.
-func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease time.Duration) (bool, error) {
+func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease time.Duration) (_ bool, err error) {
+	ctx, ob := s.o.begin(ctx, observe.OpUpdateLease)
+	defer ob.end(&err)
 	raw, err := s.rawIDs([]string{id})
 	if err != nil {
 		return false, err
@@ -34,7 +37,9 @@ func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease t
 // without lease, after reclaiming the expired permits (Redisson's
 // getLeaseTime). A permit the semaphore does not hold gives an error matching
 // ErrNoSuchPermit.
-func (s *ExpirableSemaphore) LeaseTime(ctx context.Context, id string) (time.Duration, error) {
+func (s *ExpirableSemaphore) LeaseTime(ctx context.Context, id string) (_ time.Duration, err error) {
+	ctx, ob := s.o.begin(ctx, observe.OpLeaseTime)
+	defer ob.end(&err)
 	raw, err := s.rawIDs([]string{id})
 	if err != nil {
 		return 0, err
@@ -56,19 +61,25 @@ func (s *ExpirableSemaphore) LeaseTime(ctx context.Context, id string) (time.Dur
 // AvailablePermits returns the permits available, after reclaiming the expired
 // ones: 0 for a semaphore that does not exist; negative after SetPermits or
 // AddPermits took more than there were.
-func (s *ExpirableSemaphore) AvailablePermits(ctx context.Context) (int64, error) {
+func (s *ExpirableSemaphore) AvailablePermits(ctx context.Context) (_ int64, err error) {
+	ctx, ob := s.o.begin(ctx, observe.OpAvailablePermits)
+	defer ob.end(&err)
 	return s.count(ctx, lua.CountAvailable)
 }
 
 // AcquiredPermits returns the permits acquired and not expired.
-func (s *ExpirableSemaphore) AcquiredPermits(ctx context.Context) (int64, error) {
+func (s *ExpirableSemaphore) AcquiredPermits(ctx context.Context) (_ int64, err error) {
+	ctx, ob := s.o.begin(ctx, observe.OpAcquiredPermits)
+	defer ob.end(&err)
 	return s.count(ctx, lua.CountAcquired)
 }
 
 // Permits returns the permits available plus the permits acquired, after
 // reclaiming the expired ones: 0 for a semaphore that does not exist, whatever
 // permits are still recorded (Redisson's getPermits).
-func (s *ExpirableSemaphore) Permits(ctx context.Context) (int64, error) {
+func (s *ExpirableSemaphore) Permits(ctx context.Context) (_ int64, err error) {
+	ctx, ob := s.o.begin(ctx, observe.OpPermits)
+	defer ob.end(&err)
 	return s.count(ctx, lua.CountTotal)
 }
 
@@ -86,7 +97,9 @@ func (s *ExpirableSemaphore) count(ctx context.Context, what string) (int64, err
 // if it does not exist (Redisson's setPermits). Use TrySetPermits to
 // initialise a semaphore that many processes share: SetPermits on every start
 // drives the count wrong when permits are out.
-func (s *ExpirableSemaphore) SetPermits(ctx context.Context, n int64) error {
+func (s *ExpirableSemaphore) SetPermits(ctx context.Context, n int64) (err error) {
+	ctx, ob := s.o.begin(ctx, observe.OpSetPermits)
+	defer ob.end(&err)
 	if err := s.checkTotal(n); err != nil {
 		return err
 	}
@@ -95,7 +108,9 @@ func (s *ExpirableSemaphore) SetPermits(ctx context.Context, n int64) error {
 
 // TrySetPermits creates the semaphore with n permits (n >= 0) if it does not
 // exist and reports whether it did; n is published.
-func (s *ExpirableSemaphore) TrySetPermits(ctx context.Context, n int64) (bool, error) {
+func (s *ExpirableSemaphore) TrySetPermits(ctx context.Context, n int64) (_ bool, err error) {
+	ctx, ob := s.o.begin(ctx, observe.OpTrySetPermits)
+	defer ob.end(&err)
 	if err := s.checkTotal(n); err != nil {
 		return false, err
 	}
@@ -115,18 +130,22 @@ func (s *ExpirableSemaphore) checkTotal(n int64) error {
 
 // AddPermits adds delta (of any sign) to the available permits; a positive
 // delta is published (Redisson's addPermits).
-func (s *ExpirableSemaphore) AddPermits(ctx context.Context, delta int64) error {
+func (s *ExpirableSemaphore) AddPermits(ctx context.Context, delta int64) (err error) {
+	ctx, ob := s.o.begin(ctx, observe.OpAddPermits)
+	defer ob.end(&err)
 	if err := s.o.check(); err != nil {
 		return err
 	}
-	err := lua.SemaphoreAdd(ctx, s.o.c.rdb, s.o.name, delta, lua.PublishDelta, s.o.c.publishCommand(ctx), s.o.request())
+	err = lua.SemaphoreAdd(ctx, s.o.c.rdb, s.o.name, delta, lua.PublishDelta, s.o.c.publishCommand(ctx), s.o.request())
 	return s.o.wrap(err)
 }
 
 // Delete deletes the semaphore, its count and its acquired permits, and
 // reports whether it existed. Handles of its permits end with ErrPermitLost at
 // their next renewal; waiters keep waiting.
-func (s *ExpirableSemaphore) Delete(ctx context.Context) (bool, error) {
+func (s *ExpirableSemaphore) Delete(ctx context.Context) (_ bool, err error) {
+	ctx, ob := s.o.begin(ctx, observe.OpDelete)
+	defer ob.end(&err)
 	if err := s.o.check(); err != nil {
 		return false, err
 	}

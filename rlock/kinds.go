@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/observe"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -93,7 +94,9 @@ func (c *Client) NewFencedMutex(name string) *FencedMutex {
 
 // Token returns the lock's latest fencing token, without acquiring: 0 when none
 // was ever taken (Redisson's getToken).
-func (m *FencedMutex) Token(ctx context.Context) (int64, error) {
+func (m *FencedMutex) Token(ctx context.Context) (_ int64, err error) {
+	ctx, ob := m.begin(ctx, observe.OpToken)
+	defer ob.end(&err)
 	if err := m.check(); err != nil {
 		return 0, err
 	}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/observe"
 	"github.com/holdfast-go/holdfast/pubsub"
 )
 
@@ -30,7 +31,7 @@ type CountDownLatch struct {
 // in braces, so for such a name it would hash to another Redis Cluster slot
 // than the name (lua.CheckLatchName).
 func (c *Client) NewCountDownLatch(name string) *CountDownLatch {
-	return &CountDownLatch{o: c.newSyncObject(name, "latch", lua.CheckLatchName), channel: lua.LatchChannel(name)}
+	return &CountDownLatch{o: c.newSyncObject(name, "latch", observe.KindCountDownLatch, lua.CheckLatchName), channel: lua.LatchChannel(name)}
 }
 
 // Name returns the latch's name.
@@ -38,7 +39,9 @@ func (l *CountDownLatch) Name() string { return l.o.name }
 
 // TrySetCount sets the count to n (n >= 1) if the latch is not set, and
 // reports whether it did (Redisson's trySetCount).
-func (l *CountDownLatch) TrySetCount(ctx context.Context, n int64) (bool, error) {
+func (l *CountDownLatch) TrySetCount(ctx context.Context, n int64) (_ bool, err error) {
+	ctx, ob := l.o.begin(ctx, observe.OpTrySetCount)
+	defer ob.end(&err)
 	if err := l.o.check(); err != nil {
 		return false, err
 	}
@@ -53,16 +56,20 @@ func (l *CountDownLatch) TrySetCount(ctx context.Context, n int64) (bool, error)
 // deleted) and every awaiter, in every process, returns. On a latch that is
 // not set it does nothing. A call go-redis sends again after a lost reply
 // counts once.
-func (l *CountDownLatch) CountDown(ctx context.Context) error {
+func (l *CountDownLatch) CountDown(ctx context.Context) (err error) {
+	ctx, ob := l.o.begin(ctx, observe.OpCountDown)
+	defer ob.end(&err)
 	if err := l.o.check(); err != nil {
 		return err
 	}
-	_, err := lua.LatchCountDown(ctx, l.o.c.rdb, l.o.name, l.o.c.publishCommand(ctx), l.o.request())
+	_, err = lua.LatchCountDown(ctx, l.o.c.rdb, l.o.name, l.o.c.publishCommand(ctx), l.o.request())
 	return l.o.wrap(err)
 }
 
 // Count returns the count: 0 when the latch is open or not set.
-func (l *CountDownLatch) Count(ctx context.Context) (int64, error) {
+func (l *CountDownLatch) Count(ctx context.Context) (_ int64, err error) {
+	ctx, ob := l.o.begin(ctx, observe.OpCount)
+	defer ob.end(&err)
 	if err := l.o.check(); err != nil {
 		return 0, err
 	}
@@ -72,7 +79,9 @@ func (l *CountDownLatch) Count(ctx context.Context) (int64, error) {
 
 // Delete deletes the latch and reports whether it was set. Awaiters in
 // holdfast clients return ErrLatchDeleted; Java's keep waiting.
-func (l *CountDownLatch) Delete(ctx context.Context) (bool, error) {
+func (l *CountDownLatch) Delete(ctx context.Context) (_ bool, err error) {
+	ctx, ob := l.o.begin(ctx, observe.OpDelete)
+	defer ob.end(&err)
 	if err := l.o.check(); err != nil {
 		return false, err
 	}
@@ -89,7 +98,9 @@ func (l *CountDownLatch) Delete(ctx context.Context) (bool, error) {
 // await does. Deleted means: the count read above zero, then the latch's
 // delete (or set) message heard with no opening message, and the key gone. A
 // delete whose message is lost reads as an opening: the key is gone either way.
-func (l *CountDownLatch) Await(ctx context.Context) error {
+func (l *CountDownLatch) Await(ctx context.Context) (err error) {
+	ctx, ob := l.o.begin(ctx, observe.OpAwait)
+	defer ob.end(&err)
 	if err := l.o.check(); err != nil {
 		return err
 	}
@@ -110,7 +121,7 @@ func (l *CountDownLatch) Await(ctx context.Context) error {
 		}
 		return turn[struct{}]{done: true}, nil
 	}}
-	_, err := w.run(ctx, &l.o)
+	_, err = w.run(ctx, &l.o)
 	return err
 }
 

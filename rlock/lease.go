@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/observe"
 )
 
 // Lease is one acquisition of a lock: Unlock gives it back. Reentrant
@@ -85,12 +86,24 @@ func (l *Lease) Err() error {
 // ErrUnlockUnconfirmed, says how long at most. Calling Unlock again then sends
 // the same release again, which frees the lock at once if Redis answers (a first
 // try that ran is recognised): nil when it does.
-func (l *Lease) Unlock(ctx context.Context) error {
+func (l *Lease) Unlock(ctx context.Context) (err error) {
+	ctx, ob := l.begin(ctx, observe.OpLeaseUnlock)
+	defer ob.end(&err)
+	return l.unlock(ctx)
+}
+
+// unlock is Unlock.
+func (l *Lease) unlock(ctx context.Context) error {
 	back, err := l.c.release(ctx, l)
 	if back != nil {
 		l.c.giveBack(ctx, back)
 	}
 	return err
+}
+
+// begin starts reporting a public call of op on l (see Client.begin).
+func (l *Lease) begin(ctx context.Context, op observe.Op) (context.Context, *observed) {
+	return l.c.begin(ctx, l.h.e.lk.seen, op, l.h.e.name)
 }
 
 // end ends the lease with err, once. c.mu must be held.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/observe"
 	"github.com/stretchr/testify/require"
 )
 
@@ -66,7 +67,7 @@ func TestMultiLeaseEnding(t *testing.T) {
 	require.NoError(t, err)
 	b, err := newFakeClient(t, newFakeLock()).NewMutex("multi-b").TryLock(ctx)
 	require.NoError(t, err)
-	ml := newMultiLease([]*Lease{a, b}, time.Time{})
+	ml := newMultiLease(observe.KindMultiLock, []*Lease{a, b}, time.Time{})
 	done := ml.Done()
 	require.NoError(t, ml.Err())
 	require.NoError(t, b.Unlock(ctx))
@@ -81,7 +82,7 @@ func TestMultiLeaseEnding(t *testing.T) {
 
 	l, err := newFakeClient(t, newFakeLock()).NewMutex("multi-c").TryLock(ctx)
 	require.NoError(t, err)
-	valid := newMultiLease([]*Lease{l}, time.Now().Add(30*time.Millisecond))
+	valid := newMultiLease(observe.KindRedLock, []*Lease{l}, time.Now().Add(30*time.Millisecond))
 	require.NoError(t, valid.Err())
 	select {
 	case <-valid.Done():

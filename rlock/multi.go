@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/holdfast-go/holdfast/observe"
 )
 
 // MultiLock takes several locks as one, all or none (Redisson's RedissonMultiLock):
@@ -38,14 +40,18 @@ func NewMultiLock(mutexes ...*Mutex) *MultiLock {
 //
 // Without an owner in ctx, the parts are taken for one fresh owner, so that a
 // name listed twice is re-entered rather than waited for.
-func (m *MultiLock) Lock(ctx context.Context, opts ...LockOption) (*MultiLease, error) {
+func (m *MultiLock) Lock(ctx context.Context, opts ...LockOption) (_ *MultiLease, err error) {
+	ctx, ob := m.begin(ctx, observe.OpLock)
+	defer ob.end(&err)
 	return m.take(ctx, func(ctx context.Context, p *Mutex) (*Lease, error) { return p.Lock(ctx, opts...) })
 }
 
 // TryLock takes every part with one attempt each, or with WithWaitTime waits up
 // to that time for all of them together. When a part cannot be taken it gives
 // back those it took and returns an error matching ErrNotAcquired.
-func (m *MultiLock) TryLock(ctx context.Context, opts ...TryLockOption) (*MultiLease, error) {
+func (m *MultiLock) TryLock(ctx context.Context, opts ...TryLockOption) (_ *MultiLease, err error) {
+	ctx, ob := m.begin(ctx, observe.OpTryLock)
+	defer ob.end(&err)
 	lo, err := newTryLockOptions(opts)
 	if err != nil {
 		return nil, err
@@ -58,6 +64,24 @@ func (m *MultiLock) TryLock(ctx context.Context, opts ...TryLockOption) (*MultiL
 		return m.take(ctx, func(ctx context.Context, p *Mutex) (*Lease, error) { return p.lock(ctx, lo) })
 	}
 	return m.take(ctx, func(ctx context.Context, p *Mutex) (*Lease, error) { return p.tryLock(ctx, lo) })
+}
+
+// begin starts reporting a public call of op on m, to the observer of its
+// first part's client.
+func (m *MultiLock) begin(ctx context.Context, op observe.Op) (context.Context, *observed) {
+	if len(m.parts) == 0 {
+		return ctx, nil
+	}
+	return m.parts[0].c.begin(ctx, observe.KindMultiLock, op, m.parts[0].name)
+}
+
+// begin starts reporting a public call of op on l, to the observer of its
+// first part's client.
+func (l *MultiLease) begin(ctx context.Context, op observe.Op) (context.Context, *observed) {
+	if len(l.parts) == 0 {
+		return ctx, nil
+	}
+	return l.parts[0].c.begin(ctx, l.kind, op, l.parts[0].Name())
 }
 
 // take takes the parts in order with lock, or none.
@@ -77,7 +101,7 @@ func (m *MultiLock) take(ctx context.Context, lock func(context.Context, *Mutex)
 		}
 		leases = append(leases, l)
 	}
-	return newMultiLease(leases, time.Time{}), nil
+	return newMultiLease(observe.KindMultiLock, leases, time.Time{}), nil
 }
 
 // giveBackAll unlocks leases, the last first, ignoring errors: a part that
@@ -94,16 +118,17 @@ func giveBackAll(ctx context.Context, leases []*Lease) {
 // parts, given back together. It ends as soon as any part's lease ends, or, for
 // a RedLock with a fixed lease, when its validity ends (ValidUntil).
 type MultiLease struct {
+	kind       observe.Kind // KindMultiLock or KindRedLock, for the observer
 	parts      []*Lease
 	validUntil time.Time   // RedLock with a fixed lease: the end of its validity
 	timer      *time.Timer // ends the lease at validUntil
 	ended      ending
 }
 
-// newMultiLease returns the lease of parts, valid until validUntil when it is
-// set; it ends with the first part that ends.
-func newMultiLease(parts []*Lease, validUntil time.Time) *MultiLease {
-	l := &MultiLease{parts: parts, validUntil: validUntil}
+// newMultiLease returns the lease of parts taken by a lock of kind k, valid
+// until validUntil when it is set; it ends with the first part that ends.
+func newMultiLease(k observe.Kind, parts []*Lease, validUntil time.Time) *MultiLease {
+	l := &MultiLease{kind: k, parts: parts, validUntil: validUntil}
 	if !validUntil.IsZero() {
 		l.timer = time.AfterFunc(time.Until(validUntil), func() { l.ended.end(l.expired()) })
 		l.ended.onEnd(func(error) { l.timer.Stop() })
@@ -154,7 +179,9 @@ func (l *MultiLease) Err() error {
 // joined. Like Lease.Unlock it does not end with ctx. A part whose release was
 // not confirmed ends anyway (ErrUnlockUnconfirmed): calling Unlock again sends
 // its release again and skips the parts already given back.
-func (l *MultiLease) Unlock(ctx context.Context) error {
+func (l *MultiLease) Unlock(ctx context.Context) (err error) {
+	ctx, ob := l.begin(ctx, observe.OpLeaseUnlock)
+	defer ob.end(&err)
 	var errs []error
 	for i := len(l.parts) - 1; i >= 0; i-- {
 		p := l.parts[i]

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/observe"
 )
 
 // Special values of RemainTTL, as Redisson's remainTimeToLive.
@@ -55,7 +56,9 @@ func (m *Mutex) Name() string { return m.name }
 // when the owner's earlier holds of this lock were lost, ErrInvalidArgument for an
 // empty name or a negative duration (before any round trip), and wrapped Redis
 // errors. A call that fails leaves no hold, subscription or renewal behind.
-func (m *Mutex) TryLock(ctx context.Context, opts ...TryLockOption) (*Lease, error) {
+func (m *Mutex) TryLock(ctx context.Context, opts ...TryLockOption) (_ *Lease, err error) {
+	ctx, ob := m.begin(ctx, observe.OpTryLock)
+	defer ob.end(&err)
 	lo, err := newTryLockOptions(opts)
 	if err != nil {
 		return nil, err
@@ -95,7 +98,9 @@ func (m *Mutex) tryLock(ctx context.Context, lo lockOptions) (*Lease, error) {
 // a Lock nested in code that holds the lock waits for it, as sync.Mutex does,
 // unless its ctx carries the holder's owner (see WithOwner). The other errors
 // are those of TryLock.
-func (m *Mutex) Lock(ctx context.Context, opts ...LockOption) (*Lease, error) {
+func (m *Mutex) Lock(ctx context.Context, opts ...LockOption) (_ *Lease, err error) {
+	ctx, ob := m.begin(ctx, observe.OpLock)
+	defer ob.end(&err)
 	lo, err := newLockOptions(opts)
 	if err != nil {
 		return nil, err
@@ -115,7 +120,9 @@ func (m *Mutex) lock(ctx context.Context, lo lockOptions) (*Lease, error) {
 // code where lock and unlock sit in different functions (Redisson's unlock()). It
 // returns an error matching ErrNotHeld, and changes nothing, when the owner holds
 // no lease of this lock (or ctx has no owner). See Lease.Unlock.
-func (m *Mutex) Unlock(ctx context.Context) error {
+func (m *Mutex) Unlock(ctx context.Context) (err error) {
+	ctx, ob := m.begin(ctx, observe.OpUnlock)
+	defer ob.end(&err)
 	if m.bad != nil {
 		return m.bad
 	}
@@ -133,7 +140,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if l == nil {
 		return fmt.Errorf("%w: %s", ErrNotHeld, quote(m.name))
 	}
-	return l.Unlock(ctx)
+	return l.unlock(ctx)
 }
 
 // ForceUnlock deletes the lock whoever holds it, and announces the release to
@@ -143,7 +150,9 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 // other than owner fields ("<client id>:<owner id>", with a positive integer
 // count) and a read/write lock's "mode" ("read" or "write"); Redisson would
 // delete it.
-func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
+func (m *Mutex) ForceUnlock(ctx context.Context) (_ bool, err error) {
+	ctx, ob := m.begin(ctx, observe.OpForceUnlock)
+	defer ob.end(&err)
 	if err := m.check(); err != nil {
 		return false, err
 	}
@@ -151,7 +160,7 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, m.wrap(err)
 	}
-	lost := fmt.Errorf("%w: %s: force-unlocked", ErrLockLost, quote(m.name))
+	lost := fmt.Errorf("%w: %s: %w", ErrLockLost, quote(m.name), errForceUnlocked)
 	if !ok {
 		return false, nil
 	}
@@ -168,21 +177,32 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 }
 
 // IsLocked reports whether any owner, of any client, holds the lock.
-func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
+func (m *Mutex) IsLocked(ctx context.Context) (_ bool, err error) {
+	ctx, ob := m.begin(ctx, observe.OpIsLocked)
+	defer ob.end(&err)
 	in, err := m.inspect(ctx, "")
 	return in.Locked, err
 }
 
 // IsHeld reports whether ctx's owner holds the lock (Redisson's
 // isHeldByCurrentThread). It is false for a ctx without an owner.
-func (m *Mutex) IsHeld(ctx context.Context) (bool, error) {
-	n, err := m.HoldCount(ctx)
+func (m *Mutex) IsHeld(ctx context.Context) (_ bool, err error) {
+	ctx, ob := m.begin(ctx, observe.OpIsHeld)
+	defer ob.end(&err)
+	n, err := m.holdCount(ctx)
 	return n > 0, err
 }
 
 // HoldCount returns how many times ctx's owner holds the lock, as recorded in
 // Redis (Redisson's getHoldCount); 0 for a ctx without an owner.
-func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
+func (m *Mutex) HoldCount(ctx context.Context) (_ int, err error) {
+	ctx, ob := m.begin(ctx, observe.OpHoldCount)
+	defer ob.end(&err)
+	return m.holdCount(ctx)
+}
+
+// holdCount is HoldCount.
+func (m *Mutex) holdCount(ctx context.Context) (int, error) {
 	o := ownerFrom(ctx)
 	if o == nil {
 		return 0, m.check()
@@ -193,7 +213,9 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 
 // RemainTTL returns the lock's remaining time to live (Redisson's
 // remainTimeToLive): NotLocked when it is free, NoExpiry when it has no expiry.
-func (m *Mutex) RemainTTL(ctx context.Context) (time.Duration, error) {
+func (m *Mutex) RemainTTL(ctx context.Context) (_ time.Duration, err error) {
+	ctx, ob := m.begin(ctx, observe.OpRemainTTL)
+	defer ob.end(&err)
 	in, err := m.inspect(ctx, "")
 	if err != nil || !in.Locked {
 		return NotLocked, err
@@ -210,6 +232,11 @@ func (m *Mutex) inspect(ctx context.Context, field string) (lua.Inspection, erro
 		return lua.Inspection{}, m.wrap(err)
 	}
 	return in, nil
+}
+
+// begin starts reporting a public call of op on m (see Client.begin).
+func (m *Mutex) begin(ctx context.Context, op observe.Op) (context.Context, *observed) {
+	return m.c.begin(ctx, m.lk.seen, op, m.name)
 }
 
 func (m *Mutex) check() error {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/observe"
 	"github.com/holdfast-go/holdfast/watchdog"
 )
 
@@ -20,8 +21,9 @@ import (
 // for concurrent use.
 type Permits struct {
 	s     *ExpirableSemaphore
-	raw   []string // the ids as the scripts take them: 16 raw bytes
-	ended ending   // ended when released or lost
+	raw   []string     // the ids as the scripts take them: 16 raw bytes
+	ended ending       // ended when released or lost
+	seen  observe.Hold // what the client's observer was told of the hold's start
 
 	mu      sync.Mutex
 	holds   []*watchdog.Hold // one per id: renewed (watchdog lease) or watched (fixed)
@@ -48,6 +50,7 @@ func (c *Client) grantPermits(ctx context.Context, s *ExpirableSemaphore, ids []
 		}
 		p.mu.Unlock()
 		c.permits[p] = struct{}{}
+		p.seen = c.holdStarted(observe.KindExpirableSemaphore, s.o.name, sent)
 	}
 	c.mu.Unlock()
 	if closed { // Close has given back the permits it knew of: give these back too
@@ -106,7 +109,7 @@ func (p *Permits) lose(reason error) {
 	c := p.s.o.c
 	err := fmt.Errorf("%w: semaphore %s: permits %v: %w", ErrPermitLost, quote(p.s.o.name), p.IDs(), reason)
 	if p.finish(err) {
-		c.reportLost(p.s.o.name, err)
+		c.reportLost(observe.KindExpirableSemaphore, p.s.o.name, err)
 	}
 }
 
@@ -118,6 +121,7 @@ func (p *Permits) finish(err error) bool {
 	}
 	p.stopHolds()
 	c := p.s.o.c
+	c.holdEnded(p.seen, err)
 	c.mu.Lock()
 	delete(c.permits, p)
 	c.mu.Unlock()
@@ -133,14 +137,16 @@ func (p *Permits) finish(err error) bool {
 // handle with an error matching ErrUnlockUnconfirmed (the permits are no
 // longer renewed and return to the pool within their lease); Release may be
 // called again to resend it.
-func (p *Permits) Release(ctx context.Context) error {
+func (p *Permits) Release(ctx context.Context) (err error) {
+	ctx, ob := p.begin(ctx, observe.OpPermitsRelease)
+	defer ob.end(&err)
 	p.checkDeadline()
 	if !p.claim() {
 		return fmt.Errorf("%w: %w", ErrNoSuchPermit, p.ended.Err())
 	}
 	p.stopHolds()
 	lost := p.ended.Err()
-	err := p.s.release(ctx, p.raw, p.IDs())
+	err = p.s.release(ctx, p.raw, p.IDs())
 	switch {
 	case err == nil:
 		p.finish(fmt.Errorf("%w: semaphore %s: permits %v", ErrReleased, quote(p.s.o.name), p.IDs()))
@@ -156,6 +162,11 @@ func (p *Permits) Release(ctx context.Context) error {
 		ErrUnlockUnconfirmed, quote(p.s.o.name), p.IDs(), err)
 	p.finish(err)
 	return err
+}
+
+// begin starts reporting a public call of op on p (see Client.begin).
+func (p *Permits) begin(ctx context.Context, op observe.Op) (context.Context, *observed) {
+	return p.s.o.c.begin(ctx, observe.KindExpirableSemaphore, op, p.s.o.name)
 }
 
 // claim marks a release as sent; false if one already was.

@@ -17,6 +17,15 @@ import (
 // and a half times it, so that competing clients do not retry in step.
 const redLockRetry = 200 * time.Millisecond
 
+// begin starts reporting a public call of op on r, to the observer of its
+// first part's client.
+func (r *RedLock) begin(ctx context.Context, op observe.Op) (context.Context, *observed) {
+	if len(r.parts) == 0 {
+		return ctx, nil
+	}
+	return r.client().begin(ctx, observe.KindRedLock, op, r.parts[0].name)
+}
+
 // client returns the client of the first part, whose observer sees the
 // RedLock's calls; nil without parts.
 func (r *RedLock) client() *Client {
@@ -50,7 +59,9 @@ func NewRedLock(mutexes ...*Mutex) *RedLock {
 // TryLock makes one round, or with WithWaitTime retries rounds up to that time
 // (see Lock). It returns an error matching ErrNotAcquired when no round won a
 // valid majority.
-func (r *RedLock) TryLock(ctx context.Context, opts ...TryLockOption) (*MultiLease, error) {
+func (r *RedLock) TryLock(ctx context.Context, opts ...TryLockOption) (_ *MultiLease, err error) {
+	ctx, ob := r.begin(ctx, observe.OpTryLock)
+	defer ob.end(&err)
 	lo, err := newTryLockOptions(opts)
 	if err != nil {
 		return nil, err
@@ -66,7 +77,9 @@ func (r *RedLock) TryLock(ctx context.Context, opts ...TryLockOption) (*MultiLea
 // Lock makes rounds until one wins a valid majority or ctx is done. Between
 // rounds it waits for a release message on any part that refused, or for a
 // jittered pause (about 200 ms), whichever comes first.
-func (r *RedLock) Lock(ctx context.Context, opts ...LockOption) (*MultiLease, error) {
+func (r *RedLock) Lock(ctx context.Context, opts ...LockOption) (_ *MultiLease, err error) {
+	ctx, ob := r.begin(ctx, observe.OpLock)
+	defer ob.end(&err)
 	lo, err := newLockOptions(opts)
 	if err != nil {
 		return nil, err
@@ -121,7 +134,7 @@ func (r *RedLock) round(ctx context.Context, lo lockOptions) (*MultiLease, error
 		if lo.leaseTime > 0 {
 			validUntil = start.Add(validity)
 		}
-		return newMultiLease(leases, validUntil), nil
+		return newMultiLease(observe.KindRedLock, leases, validUntil), nil
 	}
 	giveBackAll(context.WithoutCancel(ctx), leases)
 	if err := ctx.Err(); err != nil {

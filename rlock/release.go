@@ -38,7 +38,7 @@ func (c *Client) release(ctx context.Context, l *Lease) (*Lease, error) {
 		back, again, err := c.released(&req, r)
 		c.mu.Unlock()
 		if errors.Is(err, ErrLockLost) {
-			c.reportLost(name, err)
+			c.reportLost(l.h.e.lk.seen, name, err)
 		}
 		switch {
 		case again && try > 0:
@@ -179,7 +179,7 @@ func (c *Client) releaseFailed(req *releaseReq, err error) error {
 	c.forget(h.e)
 	c.mu.Unlock()
 	if lost != nil {
-		c.reportLost(name, lost)
+		c.reportLost(h.e.lk.seen, name, lost)
 	}
 	if undo != nil {
 		// The lock may have been handed to a waiter that has left since.

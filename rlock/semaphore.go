@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/observe"
 )
 
 // Semaphore is a counting semaphore shared through Redis, Redisson's
@@ -29,7 +30,7 @@ type Semaphore struct{ o syncObject }
 // whose channel would hash to another Redis Cluster slot is refused: every call
 // returns an error matching ErrInvalidArgument.
 func (c *Client) NewSemaphore(name string) *Semaphore {
-	return &Semaphore{o: c.newSyncObject(name, "semaphore", lua.CheckSemaphoreName)}
+	return &Semaphore{o: c.newSyncObject(name, "semaphore", observe.KindSemaphore, lua.CheckSemaphoreName)}
 }
 
 // Name returns the semaphore's name.
@@ -45,14 +46,18 @@ func (d WaitTime) applyTryAcquire(w *time.Duration) { *w = time.Duration(d) }
 // once the Client is closed). A waiter is woken by releases and looks again
 // at least every recheck interval. It costs one round trip when the permits
 // are there.
-func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
+func (s *Semaphore) Acquire(ctx context.Context, n int64) (err error) {
+	ctx, ob := s.o.begin(ctx, observe.OpAcquire)
+	defer ob.end(&err)
 	return s.acquire(ctx, n, true, time.Time{})
 }
 
 // TryAcquire takes n permits if they are available now (one round trip), or
 // with WithWaitTime as soon as they are within that time; otherwise it returns
 // an error matching ErrNotAcquired (and ctx's error if ctx ended the wait).
-func (s *Semaphore) TryAcquire(ctx context.Context, n int64, opts ...TryAcquireOption) error {
+func (s *Semaphore) TryAcquire(ctx context.Context, n int64, opts ...TryAcquireOption) (err error) {
+	ctx, ob := s.o.begin(ctx, observe.OpTryAcquire)
+	defer ob.end(&err)
 	var wait time.Duration
 	for _, o := range opts {
 		o.applyTryAcquire(&wait)
@@ -97,14 +102,18 @@ func (s *Semaphore) notAvailable(n int64) error {
 // and publishes the new count, which wakes up to that many waiters (Redisson's
 // release). It makes one round trip, which does not end with ctx but with the
 // client's release timeout (WithReleaseTimeout), as Unlock.
-func (s *Semaphore) Release(ctx context.Context, n int64) error {
-	_, err := s.release(ctx, n, false)
+func (s *Semaphore) Release(ctx context.Context, n int64) (err error) {
+	ctx, ob := s.o.begin(ctx, observe.OpRelease)
+	defer ob.end(&err)
+	_, err = s.release(ctx, n, false)
 	return err
 }
 
 // ReleaseIfExists is Release for a semaphore that exists: it reports whether
 // the semaphore existed and got the permits (Redisson's releaseIfExists).
-func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int64) (bool, error) {
+func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int64) (_ bool, err error) {
+	ctx, ob := s.o.begin(ctx, observe.OpReleaseIfExists)
+	defer ob.end(&err)
 	return s.release(ctx, n, true)
 }
 
@@ -122,7 +131,9 @@ func (s *Semaphore) release(ctx context.Context, n int64, ifExists bool) (bool, 
 // exist, and reports whether it did; a positive ttl makes the semaphore expire
 // after it (Redisson's trySetPermits(n) and trySetPermits(n, ttl)). The new
 // count is published, waking waiters.
-func (s *Semaphore) TrySetPermits(ctx context.Context, n int64, ttl time.Duration) (bool, error) {
+func (s *Semaphore) TrySetPermits(ctx context.Context, n int64, ttl time.Duration) (_ bool, err error) {
+	ctx, ob := s.o.begin(ctx, observe.OpTrySetPermits)
+	defer ob.end(&err)
 	if err := s.o.check(); err != nil {
 		return false, err
 	}
@@ -136,17 +147,21 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int64, ttl time.Duratio
 // AddPermits adds delta permits (delta may be negative, and the count may go
 // to zero or below) and publishes the new count (Redisson's addPermits). The
 // semaphore is rewritten, which removes a time to live set by TrySetPermits.
-func (s *Semaphore) AddPermits(ctx context.Context, delta int64) error {
+func (s *Semaphore) AddPermits(ctx context.Context, delta int64) (err error) {
+	ctx, ob := s.o.begin(ctx, observe.OpAddPermits)
+	defer ob.end(&err)
 	if err := s.o.check(); err != nil {
 		return err
 	}
-	err := lua.SemaphoreAdd(ctx, s.o.c.rdb, s.o.name, delta, lua.PublishTotal, s.o.c.publishCommand(ctx), s.o.request())
+	err = lua.SemaphoreAdd(ctx, s.o.c.rdb, s.o.name, delta, lua.PublishTotal, s.o.c.publishCommand(ctx), s.o.request())
 	return s.o.wrap(err)
 }
 
 // AvailablePermits returns the number of permits available: 0 for a semaphore
 // that does not exist; it may be negative after AddPermits.
-func (s *Semaphore) AvailablePermits(ctx context.Context) (int64, error) {
+func (s *Semaphore) AvailablePermits(ctx context.Context) (_ int64, err error) {
+	ctx, ob := s.o.begin(ctx, observe.OpAvailablePermits)
+	defer ob.end(&err)
 	if err := s.o.check(); err != nil {
 		return 0, err
 	}
@@ -157,7 +172,9 @@ func (s *Semaphore) AvailablePermits(ctx context.Context) (int64, error) {
 // DrainPermits takes every available permit and returns how many there were
 // (a negative count is set to 0 and returned); nothing is published
 // (Redisson's drainPermits).
-func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
+func (s *Semaphore) DrainPermits(ctx context.Context) (_ int64, err error) {
+	ctx, ob := s.o.begin(ctx, observe.OpDrainPermits)
+	defer ob.end(&err)
 	if err := s.o.check(); err != nil {
 		return 0, err
 	}
@@ -168,7 +185,9 @@ func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
 // Delete deletes the semaphore and reports whether it existed. Waiters keep
 // waiting: a deleted semaphore has no permits. Nothing is published (as in
 // Redisson).
-func (s *Semaphore) Delete(ctx context.Context) (bool, error) {
+func (s *Semaphore) Delete(ctx context.Context) (_ bool, err error) {
+	ctx, ob := s.o.begin(ctx, observe.OpDelete)
+	defer ob.end(&err)
 	if err := s.o.check(); err != nil {
 		return false, err
 	}

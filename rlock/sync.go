@@ -33,19 +33,25 @@ func WithRecheckInterval(d time.Duration) ClientOption {
 type syncObject struct {
 	c    *Client
 	name string
-	noun string // "semaphore" or "latch", for errors
-	bad  error  // the name's refusal; every call returns it
+	noun string       // "semaphore" or "latch", for errors
+	kind observe.Kind // for the client's observer
+	bad  error        // the name's refusal; every call returns it
 }
 
-// newSyncObject returns the object name, checked by check.
-func (c *Client) newSyncObject(name, noun string, check func(string) error) syncObject {
-	o := syncObject{c: c, name: name, noun: noun}
+// newSyncObject returns the object name of kind k, checked by check.
+func (c *Client) newSyncObject(name, noun string, k observe.Kind, check func(string) error) syncObject {
+	o := syncObject{c: c, name: name, noun: noun, kind: k}
 	if name == "" {
 		o.bad = fmt.Errorf("%w: empty %s name", ErrInvalidArgument, noun)
 	} else if err := check(name); err != nil {
 		o.bad = fmt.Errorf("%w: %s name %s: %w", ErrInvalidArgument, noun, quote(name), err)
 	}
 	return o
+}
+
+// begin starts reporting a public call of op on o (see Client.begin).
+func (o *syncObject) begin(ctx context.Context, op observe.Op) (context.Context, *observed) {
+	return o.c.begin(ctx, o.kind, op, o.name)
 }
 
 // check returns why no call on o can run: a refused name, a closed client.

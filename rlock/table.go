@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/observe"
 )
 
 // entry returns the lockEntry of lk, creating it. c.mu must be held.
@@ -52,6 +53,7 @@ func (c *Client) grant(o *owner, lk *lockDef, a lua.AcquireArgs, lo lockOptions,
 	deadline := sent.Add(a.Lease.Duration())
 	if h.wd == nil {
 		h.wd = c.wd.Watch(lk.Renewal(h.field.String()), deadline, h.renewed(), c.onLost(h))
+		h.seen = c.holdStarted(lk.seen, lk.Name(), sent)
 	} else {
 		h.wd.Update(deadline, h.renewed())
 	}
@@ -68,6 +70,7 @@ func (c *Client) endHold(h *hold, err error) {
 		return
 	}
 	h.wd.Stop()
+	c.holdEnded(h.seen, err)
 	if !errors.Is(err, ErrUnlocked) {
 		c.wakeWaiters(e.lk)
 	}
@@ -127,17 +130,15 @@ func (c *Client) lose(h *hold, reason error) {
 	}
 	c.endHold(h, err)
 	c.mu.Unlock()
-	c.reportLost(h.e.name, err)
+	c.reportLost(h.e.lk.seen, h.e.name, err)
 }
 
-// reportLost logs a lost hold and calls the client's hook. c.mu must not be held.
-func (c *Client) reportLost(name string, err error) {
+// reportLost logs a lost hold of the object name of kind k (the observer's
+// event and attributes) and calls the client's hook. c.mu must not be held.
+func (c *Client) reportLost(k observe.Kind, name string, err error) {
 	if c.opts.logger != nil {
-		msg, key := "rlock: lock lost", "lock"
-		if errors.Is(err, ErrPermitLost) {
-			msg, key = "rlock: permit lost", "semaphore"
-		}
-		c.opts.logger.Warn(msg, key, quote(name), "error", err)
+		c.opts.logger.Warn(observe.EventHoldEnd, observe.AttrKind, k.String(), observe.AttrName, name,
+			observe.AttrOutcome, holdOutcomeOf(err).String(), "error", err)
 	}
 	if c.opts.onLost != nil {
 		c.opts.onLost(name, err)

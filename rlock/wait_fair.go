@@ -97,7 +97,7 @@ func (c *Client) leaveQueue(lk *lockDef, w *waiter) {
 	a := c.acquireArgs(lk, w.o, w.lo)
 	_, err := lua.Leave(ctx, c.rdb, lk.Lock, a.Field.String(), a.Wait, c.publishCommand(ctx))
 	if err != nil && c.opts.logger != nil {
-		c.opts.logger.Warn("rlock: a fair lock's waiter that gave up could not leave the queue; it is skipped after its deadline",
-			"lock", quote(lk.Name()), "error", err)
+		c.opts.logger.Warn(observe.EventLeave, observe.AttrKind, lk.seen.String(), observe.AttrName, lk.Name(),
+			"error", fmt.Errorf("a waiter that gave up could not leave the queue; it is skipped after its deadline: %w", err))
 	}
 }
