@@ -115,6 +115,7 @@ usage:
   holdfast lock [flags] NAME [-- COMMAND [ARGS...]]               run COMMAND holding the lock NAME
   holdfast lock --permits N [flags] NAME [-- COMMAND [ARGS...]]   run COMMAND holding one of N permits
   holdfast status [flags] NAME...                                 show who holds a lock, and who waits
+  holdfast status --watch [flags] NAME...                         the same, shown again every second until interrupted
   holdfast unlock --force [flags] NAME                            force-release a lock, waking its waiters
   holdfast unlock --force [flags] --permit ID NAME                force-release one permit of a semaphore
   holdfast demo [flags]                                           watch holdfast at work (embedded Redis)
