@@ -6,6 +6,7 @@ replace github.com/holdfast-go/holdfast => ../
 
 require (
 	github.com/anishathalye/porcupine v1.3.1
+	github.com/creack/pty v1.1.24
 	github.com/google/uuid v1.6.0
 	github.com/holdfast-go/holdfast v0.0.0-00010101000000-000000000000
 	github.com/redis/go-redis/v9 v9.23.0
