@@ -1,0 +1,83 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/holdfast-go/holdfast/integration/redistest"
+	"github.com/holdfast-go/holdfast/observe"
+	"github.com/holdfast-go/holdfast/rlock"
+	"github.com/stretchr/testify/require"
+)
+
+// noopObserver implements every interface of package observe and does
+// nothing: what the client's reporting costs by itself.
+type noopObserver struct{}
+
+func (noopObserver) Start(ctx context.Context, _ observe.Call) context.Context { return ctx }
+func (noopObserver) End(context.Context, observe.Call, observe.Result)         {}
+func (noopObserver) HoldStart(observe.Hold)                                    {}
+func (noopObserver) HoldEnd(observe.Hold, observe.HoldOutcome, error)          {}
+func (noopObserver) WaitStart(observe.Wait)                                    {}
+func (noopObserver) Woken(observe.Wait, observe.Cause)                         {}
+func (noopObserver) WaitEnd(observe.Wait)                                      {}
+
+// BenchmarkObservedCycle is the uncontended TryLock+Unlock cycle without an
+// observer (none), with one that does nothing (noop), and a PING, each a
+// sub-benchmark with its allocations: compare none with
+// BenchmarkUncontendedCycle of a commit before the observer, and with noop,
+// in one run (benchstat over -count runs).
+func BenchmarkObservedCycle(b *testing.B) {
+	srv := redistest.Shared(b)
+	for _, v := range []struct {
+		name string
+		opts []rlock.ClientOption
+	}{{"none", nil}, {"noop", []rlock.ClientOption{rlock.WithObserver(noopObserver{})}}} {
+		b.Run(v.name, func(b *testing.B) {
+			rdb := srv.Client(b)
+			m := newClient(b, rdb, v.opts...).NewMutex(redistest.Name(b))
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				l, err := m.TryLock(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Unlock(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("ping", func(b *testing.B) {
+		rdb := srv.Client(b)
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := rdb.Ping(ctx).Err(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestObserverAllocations pins what an observer costs the uncontended cycle in
+// allocations: none without one, one per observed call (the call's record)
+// with one that allocates nothing itself.
+func TestObserverAllocations(t *testing.T) {
+	srv := redistest.Shared(t)
+	cycle := func(opts ...rlock.ClientOption) float64 {
+		m := newClient(t, srv.Client(t), opts...).NewMutex(redistest.Name(t))
+		ctx := testCtx(t, 30*time.Second)
+		return testing.AllocsPerRun(200, func() {
+			l, err := m.TryLock(ctx)
+			require.NoError(t, err)
+			require.NoError(t, l.Unlock(ctx))
+		})
+	}
+	none := cycle()
+	noop := cycle(rlock.WithObserver(noopObserver{}))
+	t.Logf("allocations per cycle: %.1f without an observer, %.1f with a no-op one", none, noop)
+	require.LessOrEqual(t, noop-none, 2.0, "one record per observed call: TryLock and Unlock")
+}
