@@ -59,7 +59,7 @@ type hold struct {
 	leases    []*Lease // open leases, oldest first
 	leasesBuf [1]*Lease
 	wd        *watchdog.Hold
-	seen      observe.Hold // what the client's observer was told of the hold's start
+	seen      *observe.Hold // what the client's observer was told of the hold's start; nil without one
 
 	// releasing is set while the owner's last hold is being released; a loss
 	// reported meanwhile is kept in lostWhileReleasing and applied if the

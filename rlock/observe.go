@@ -151,24 +151,26 @@ func holdOutcomeOf(err error) observe.HoldOutcome {
 }
 
 // holdStarted reports a hold that began with an acquisition sent at sent,
-// and returns what holdEnded reports of it.
-func (c *Client) holdStarted(k observe.Kind, name string, sent time.Time) observe.Hold {
+// and returns what holdEnded reports of it: nil without a HoldObserver, so
+// that an unobserved hold carries one pointer.
+func (c *Client) holdStarted(k observe.Kind, name string, sent time.Time) *observe.Hold {
 	if c.obs.holds == nil {
-		return observe.Hold{}
+		return nil
 	}
-	h := observe.Hold{Kind: k, Name: name, Start: sent}
-	c.obs.holds.HoldStart(h)
+	h := &observe.Hold{Kind: k, Name: name, Start: sent}
+	c.obs.holds.HoldStart(*h)
 	return h
 }
 
-// holdEnded reports the end of the hold h with the reason err.
-func (c *Client) holdEnded(h observe.Hold, err error) {
-	if c.obs.holds == nil || h.Kind == 0 {
+// holdEnded reports the end of the hold h (nil: not observed) with the reason
+// err.
+func (c *Client) holdEnded(h *observe.Hold, err error) {
+	if h == nil {
 		return
 	}
 	outcome := holdOutcomeOf(err)
 	if outcome == observe.HoldReleased {
 		err = nil
 	}
-	c.obs.holds.HoldEnd(h, outcome, err)
+	c.obs.holds.HoldEnd(*h, outcome, err)
 }
