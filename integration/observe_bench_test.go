@@ -63,8 +63,8 @@ func BenchmarkObservedCycle(b *testing.B) {
 }
 
 // TestObserverAllocations pins what an observer costs the uncontended cycle in
-// allocations: none without one, one per observed call (the call's record)
-// with one that allocates nothing itself.
+// allocations, with one that allocates nothing itself: one per observed call
+// (the call's record: TryLock, Unlock) and one per observed hold.
 func TestObserverAllocations(t *testing.T) {
 	srv := redistest.Shared(t)
 	cycle := func(opts ...rlock.ClientOption) float64 {
@@ -79,5 +79,5 @@ func TestObserverAllocations(t *testing.T) {
 	none := cycle()
 	noop := cycle(rlock.WithObserver(noopObserver{}))
 	t.Logf("allocations per cycle: %.1f without an observer, %.1f with a no-op one", none, noop)
-	require.LessOrEqual(t, noop-none, 2.0, "one record per observed call: TryLock and Unlock")
+	require.LessOrEqual(t, noop-none, 3.0, "one record per observed call (TryLock, Unlock) and per hold")
 }
