@@ -21,8 +21,8 @@ import (
 // for concurrent use.
 type Permits struct {
 	s     *ExpirableSemaphore
-	raw   []string     // the ids as the scripts take them: 16 raw bytes
-	ended ending       // ended when released or lost
+	raw   []string      // the ids as the scripts take them: 16 raw bytes
+	ended ending        // ended when released or lost
 	seen  *observe.Hold // what the client's observer was told of the hold's start; nil without one
 
 	mu      sync.Mutex
