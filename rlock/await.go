@@ -37,6 +37,9 @@ type turn[T any] struct {
 	sleep time.Duration
 	// idle: the attempt did not look at Redis, it only said how long to sleep.
 	idle bool
+	// handed: got came from a release of this client that handed it over (a
+	// hand-off the attempt found complete), not from a look at Redis.
+	handed bool
 	// timer is what it means when the sleep runs out (observers' wake cause):
 	// the holder's lease as last read, a recheck, a back-off.
 	timer observe.Cause
@@ -84,7 +87,10 @@ func await[T any](ctx context.Context, p waitPlan[T]) (T, error) {
 	defer timer.Stop()
 	for {
 		t, err := p.attempt(ctx)
-		if !t.idle && woke != 0 {
+		switch {
+		case t.handed:
+			p.watch.woken(observe.CauseHandOff)
+		case !t.idle && woke != 0:
 			p.watch.woken(woke)
 			woke = 0
 		}

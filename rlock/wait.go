@@ -220,7 +220,7 @@ func (c *Client) step(ctx context.Context, e *lockEntry, w *waiter) (turn[*Lease
 	c.mu.Unlock()
 	switch {
 	case handed:
-		return turn[*Lease]{got: <-w.grant, done: true}, nil
+		return turn[*Lease]{got: <-w.grant, done: true, handed: true}, nil
 	case !attempt:
 		return turn[*Lease]{sleep: sleep, idle: true, timer: observe.CauseLeaseExpiry}, nil
 	}
