@@ -1,7 +1,9 @@
 # holdfast build and test entry points. `make test` is what CI runs (see .ci/run).
 #
-# `make test` tests two modules: the library at the root (kept free of test-only heavyweights)
-# and the nested integration module in integration/ (real-Redis tests). The harness's
+# `make test` tests four modules: the library at the root (kept free of test-only heavyweights),
+# the nested integration module in integration/ (real-Redis tests), holdfastotel/ (the
+# OpenTelemetry observer, OTel API modules only; SDK in its tests) and examples/otel (the
+# example wiring Prometheus, redisotel and holdfastotel). The harness's
 # testcontainers fallback is a module of its own, integration/redistest/containers, built only
 # when a test needs it (see integration/redistest/doc.go); bench/ holds the benchmark tool.
 
@@ -19,17 +21,17 @@ BENCH_OUT ?= $(CURDIR)/bench/out
 GOFILES = $(shell find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*')
 
 .DEFAULT_GOAL := test
-.PHONY: test lint fmt-check vet vet-containers test-root test-integration setup bench bench-semaphore bench-docs soak chaos fuzz
+.PHONY: test lint fmt-check vet vet-containers test-root test-integration test-otel setup bench bench-semaphore bench-docs soak chaos fuzz
 
 ## test: the CI test command: setup (installs redis-server when missing), lint, then race
 ## tests of both modules. One command on a fresh clone; setup is quick and silent but for
 ## one line when redis-server is there. scripts/test.sh runs `go test -json` in each module
 ## through scripts/testsum, which prints the output of what failed and closes with one line
-## for both modules: "N passed, N failed, N skipped" (non-zero exit when anything failed).
+## for all modules: "N passed, N failed, N skipped" (non-zero exit when anything failed).
 test: setup lint
-	@GO='$(GO)' bash scripts/test.sh . integration -- $(GOTESTFLAGS)
+	@GO='$(GO)' bash scripts/test.sh . integration holdfastotel examples/otel -- $(GOTESTFLAGS)
 
-## lint: gofmt check and go vet for both modules.
+## lint: gofmt check and go vet for every module.
 lint: fmt-check vet
 
 fmt-check:
@@ -39,6 +41,8 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 	cd integration && $(GO) vet ./...
+	cd holdfastotel && $(GO) vet ./...
+	cd examples/otel && $(GO) vet ./...
 
 ## vet-containers: go vet in integration/redistest/containers, the testcontainers-go fallback of
 ## the Redis test harness, and its build test (build tag containers). Not part of `make test`:
@@ -54,6 +58,10 @@ test-root:
 
 test-integration:
 	@GO='$(GO)' bash scripts/test.sh integration -- $(GOTESTFLAGS)
+
+## test-otel: the OpenTelemetry modules only: holdfastotel and examples/otel.
+test-otel:
+	@GO='$(GO)' bash scripts/test.sh holdfastotel examples/otel -- $(GOTESTFLAGS)
 
 ## setup: install what the tests need (redis-server) on a Debian machine; idempotent.
 setup:

@@ -79,3 +79,19 @@ func tableRows(doc, section string) []string {
 	}
 	return rows
 }
+
+// TestReadmeShowsClient keeps the README's OpenTelemetry wiring identical to
+// client.go, which this module builds: the README's code compiles.
+func TestReadmeShowsClient(t *testing.T) {
+	src, err := os.ReadFile("client.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "```go\n"+string(src)+"```\n") {
+		t.Errorf("README.md does not show examples/otel/client.go verbatim in a go code block: copy the file into it")
+	}
+}

@@ -26,12 +26,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/holdfast-go/holdfast/holdfastotel"
 	"github.com/holdfast-go/holdfast/rlock"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/expfmt"
-	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -85,25 +83,7 @@ func run(ctx context.Context, url string, out io.Writer, cfg config) error {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	defer tp.Shutdown(context.WithoutCancel(ctx))
 
-	// go-redis: a span and a duration per command. Its spans are children
-	// of holdfast's: the observer's context is the one the commands run with.
-	if err := redisotel.InstrumentTracing(rdb, redisotel.WithTracerProvider(tp)); err != nil {
-		return err
-	}
-	if err := redisotel.InstrumentMetrics(rdb, redisotel.WithMeterProvider(mp)); err != nil {
-		return err
-	}
-
-	// holdfast: a span per public call; durations, holds, waits, wake-ups,
-	// renewals and subscriptions as metrics.
-	obs, err := holdfastotel.NewObserver(
-		holdfastotel.WithMeterProvider(mp),
-		holdfastotel.WithTracerProvider(tp),
-	)
-	if err != nil {
-		return err
-	}
-	c, err := rlock.New(rdb, rlock.WithObserver(obs))
+	c, err := newClient(rdb, mp, tp)
 	if err != nil {
 		return err
 	}
