@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -419,7 +421,8 @@ func TestObserverWakeCauses(t *testing.T) {
 func TestObserverSubscriptionsAndReconnects(t *testing.T) {
 	rec := newRecorder()
 	rdb, other, name := setup(t)
-	c := newClient(t, rdb, rlock.WithObserver(rec))
+	var logs lockedBuffer
+	c := newClient(t, rdb, rlock.WithObserver(rec), rlock.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	ctx := testCtx(t, 60*time.Second)
 	l, err := other.NewMutex(name).Lock(ctx)
 	require.NoError(t, err)
@@ -443,4 +446,5 @@ func TestObserverSubscriptionsAndReconnects(t *testing.T) {
 	require.Eventually(t, func() bool { return rec.read(func(r *recorder) bool { return r.subs == 0 }) },
 		10*time.Second, 10*time.Millisecond, "the channel is dropped after its linger time")
 	require.True(t, rec.read(func(r *recorder) bool { return r.waitEnds == 1 && r.waiting[observe.KindMutex] == 0 }))
+	require.Equal(t, 1, strings.Count(logs.String(), "level=WARN msg="+observe.EventReconnect), "the log has the event: %s", logs.String())
 }

@@ -88,8 +88,7 @@ func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 	}
 	c.backend = c.redisBackend()
 	renewals, _ := o.observer.(observe.RenewObserver)
-	conns, _ := o.observer.(observe.PubSubObserver)
-	c.hub = pubsub.New(rdb, pubsub.Options{Observer: conns})
+	c.hub = pubsub.New(rdb, pubsub.Options{Observer: newPubSubEvents(o.observer, o.logger)})
 	_, cluster := rdb.(*redis.ClusterClient)
 	c.wd = watchdog.New(rdb, watchdog.Options{
 		Timeout:  o.watchdogTimeout,

@@ -3,6 +3,7 @@ package rlock
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/holdfast-go/holdfast/observe"
@@ -27,6 +28,39 @@ func newObservers(o observe.Observer) observers {
 	obs.holds, _ = o.(observe.HoldObserver)
 	obs.waits, _ = o.(observe.WaitObserver)
 	return obs
+}
+
+// pubsubEvents is what the client's hub reports to: the observer's
+// PubSubObserver, if it has one, and the client's logger, which logs
+// reconnections.
+type pubsubEvents struct {
+	obs observe.PubSubObserver
+	log *slog.Logger
+}
+
+// newPubSubEvents returns what the hub reports to: nil when neither the
+// observer o nor the logger wants its events.
+func newPubSubEvents(o observe.Observer, log *slog.Logger) observe.PubSubObserver {
+	obs, _ := o.(observe.PubSubObserver)
+	if log == nil {
+		return obs
+	}
+	return pubsubEvents{obs: obs, log: log}
+}
+
+// Subscriptions passes a change of the subscriptions on to the observer.
+func (e pubsubEvents) Subscriptions(delta int) {
+	if e.obs != nil {
+		e.obs.Subscriptions(delta)
+	}
+}
+
+// Reconnected logs a reconnection and passes it on to the observer.
+func (e pubsubEvents) Reconnected() {
+	e.log.Warn(observe.EventReconnect) // messages may have been lost; every waiter looks again
+	if e.obs != nil {
+		e.obs.Reconnected()
+	}
 }
 
 // observed is one public call that the client's observer sees: the ctx the
