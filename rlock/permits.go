@@ -44,13 +44,13 @@ func (c *Client) grantPermits(ctx context.Context, s *ExpirableSemaphore, ids []
 	c.mu.Lock()
 	closed := c.ctx.Err() != nil
 	if !closed {
+		p.seen = c.holdStarted(observe.KindExpirableSemaphore, s.o.name, sent) // before the watchdog may end p
 		p.mu.Lock()
 		for _, id := range ids {
 			p.holds = append(p.holds, c.wd.Watch(lua.PermitRenewal(s.o.name, id), deadline, lease == 0, p.lose))
 		}
 		p.mu.Unlock()
 		c.permits[p] = struct{}{}
-		p.seen = c.holdStarted(observe.KindExpirableSemaphore, s.o.name, sent)
 	}
 	c.mu.Unlock()
 	if closed { // Close has given back the permits it knew of: give these back too

@@ -52,8 +52,8 @@ func (c *Client) grant(o *owner, lk *lockDef, a lua.AcquireArgs, lo lockOptions,
 	h := c.entry(lk).acquired(o, a.Field, l, a.Expected+1)
 	deadline := sent.Add(a.Lease.Duration())
 	if h.wd == nil {
-		h.wd = c.wd.Watch(lk.Renewal(h.field.String()), deadline, h.renewed(), c.onLost(h))
 		h.seen = c.holdStarted(lk.seen, lk.Name(), sent)
+		h.wd = c.wd.Watch(lk.Renewal(h.field.String()), deadline, h.renewed(), c.onLost(h))
 	} else {
 		h.wd.Update(deadline, h.renewed())
 	}
