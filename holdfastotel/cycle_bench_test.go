@@ -2,7 +2,9 @@ package holdfastotel
 
 import (
 	"context"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/holdfast-go/holdfast/integration/redistest"
 	"github.com/holdfast-go/holdfast/rlock"
@@ -78,4 +80,59 @@ func observed(b *testing.B, opts ...Option) []rlock.ClientOption {
 	obs, err := NewObserver(opts...)
 	require.NoError(b, err)
 	return []rlock.ClientOption{rlock.WithObserver(obs)}
+}
+
+// BenchmarkCycleInterleaved runs, in each iteration, one PING, one cycle
+// without an observer and one with holdfastotel on both SDK providers, so
+// that the machine's drift hits all three alike, and reports their medians
+// and the ratios: what observation costs the uncontended cycle, measured in
+// one run.
+func BenchmarkCycleInterleaved(b *testing.B) {
+	srv := redistest.Shared(b)
+	rdb := srv.Client(b)
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	tp := sdktrace.NewTracerProvider()
+	b.Cleanup(func() { _ = mp.Shutdown(context.Background()); _ = tp.Shutdown(context.Background()) })
+	mutex := func(opts ...rlock.ClientOption) *rlock.Mutex {
+		c, err := rlock.New(srv.Client(b), opts...)
+		require.NoError(b, err)
+		b.Cleanup(func() { _ = c.Close() })
+		return c.NewMutex(redistest.Name(b))
+	}
+	plain := mutex()
+	otel := mutex(observed(b, WithMeterProvider(mp), WithTracerProvider(tp))...)
+	ctx := context.Background()
+	cycle := func(m *rlock.Mutex) time.Duration {
+		start := time.Now()
+		l, err := m.TryLock(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	var pings, nones, otels []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			b.Fatal(err)
+		}
+		pings = append(pings, time.Since(start))
+		nones = append(nones, cycle(plain))
+		otels = append(otels, cycle(otel))
+	}
+	p, n, o := median(pings), median(nones), median(otels)
+	b.ReportMetric(float64(p.Microseconds()), "ping-p50-µs")
+	b.ReportMetric(float64(n.Microseconds()), "none-p50-µs")
+	b.ReportMetric(float64(o.Microseconds()), "otel-p50-µs")
+	b.ReportMetric(float64(n)/float64(p), "none/ping")
+	b.ReportMetric(float64(o)/float64(n), "otel/none")
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
