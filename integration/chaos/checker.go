@@ -127,9 +127,12 @@ func collect(ops []Op) (map[holdKey]*holdRec, []Op) {
 
 // explained reports whether the loss of hold h has a cause the lease model
 // allows: its own fixed lease ran out, or a fault that reaches its process
-// (global, or aimed at it) happened while it held.
+// (global, or aimed at it) happened while it held. The hold may exist in
+// Redis from the moment its acquisition was sent: a fault that ran after the
+// script but whose reply reached the parent before the acquisition's reached
+// its holder (a FLUSHALL, say) ended it too.
 func explained(h *holdRec, faults []Op) bool {
-	start, end := h.acq.Ret, h.end
+	start, end := h.acq.Call, h.end
 	if h.section != nil {
 		end = max(end, h.section.Ret)
 	}
