@@ -39,6 +39,7 @@ type scenario struct {
 	CancelStorm bool
 	Planted     string
 	ReadTimeout time.Duration
+	Acks        int // replica acknowledgements (WithReplicaAcks) of the workers' locks
 }
 
 // withDefaults fills the zero fields.
@@ -152,7 +153,7 @@ func newEnv(t *testing.T, s scenario) *env {
 	e.cfg = Config{Deploy: s.Deploy, ResourceAddr: resSrv.Addr, Prefix: "chaos:" + s.Name + ":", Kinds: s.Kinds,
 		Names: s.Names, Goroutines: s.Goroutines, Lease: s.Lease, FixedLease: s.FixedLease, Work: s.Work,
 		WaitBound: s.WaitBound, CancelStorm: s.CancelStorm, Planted: s.Planted, ReadTimeout: s.ReadTimeout,
-		CloseKey: "chaos:close:" + s.Name}
+		Acks: s.Acks, CloseKey: "chaos:close:" + s.Name}
 	switch s.Deploy {
 	case "sentinel":
 		e.fo = redistest.StartFailover(t, 2, 3)

@@ -66,8 +66,14 @@ var fullScenarios = []scenario{
 	{Name: "restart", Fault: "restart", Kinds: noSem, Dur: 15 * time.Second, Every: 2 * time.Second},
 	{Name: "flushall", Fault: "flushall", Kinds: noSem, Dur: 15 * time.Second, Every: time.Second},
 	{Name: "script-flush", Fault: "script-flush", Kinds: AllKinds, Dur: 15 * time.Second, Every: 300 * time.Millisecond},
-	{Name: "sentinel-failover", Fault: "sentinel-failover", Deploy: "sentinel",
-		Kinds: []string{KindMutex, KindFenced, KindWrite, KindExpirable, KindLatch}, Dur: 25 * time.Second, Every: 8 * time.Second},
+	// A Sentinel failover is not graceful: a write the promoted replica had
+	// not received is gone, and a lock can be granted twice unless every
+	// replica acknowledged it (docs/safety.md). The scenario checks the
+	// promise that holds: locks with WithReplicaAcks of both replicas. The
+	// synchronizers' scripts do not wait for replicas yet, so they are left
+	// out here (the Cluster's manual failover, which is graceful, has them).
+	{Name: "sentinel-failover", Fault: "sentinel-failover", Deploy: "sentinel", Acks: 2,
+		Kinds: []string{KindMutex, KindFenced, KindWrite}, Dur: 25 * time.Second, Every: 8 * time.Second},
 	{Name: "cluster-failover", Fault: "cluster-failover", Deploy: "cluster",
 		Kinds: []string{KindMutex, KindFair, KindFenced, KindExpirable, KindLatch}, Dur: 25 * time.Second, Every: 6 * time.Second},
 	{Name: "cancel-storm", Fault: "none", CancelStorm: true, Kinds: AllKinds, Procs: 4, Goroutines: 16, Dur: 15 * time.Second},

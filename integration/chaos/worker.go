@@ -48,6 +48,7 @@ type Config struct {
 	CancelStorm  bool          // waits cancelled after 1-30 ms instead of WaitBound
 	Planted      string        // a Plant* mode, or ""
 	ReadTimeout  time.Duration // go-redis read timeout (0: its default)
+	Acks         int           // replica acknowledgements of every lock acquisition and release (WithReplicaAcks; 0: none)
 	CloseKey     string        // a list on the resource server: BLPOP it before closing
 }
 
@@ -86,7 +87,11 @@ func dial(cfg Config) redis.UniversalClient {
 func RunWorker(cfg Config, proc int, out io.Writer) error {
 	before := baseline()
 	rdb := dial(cfg)
-	c, err := rlock.New(rdb, rlock.WithWatchdogTimeout(cfg.Lease))
+	opts := []rlock.ClientOption{rlock.WithWatchdogTimeout(cfg.Lease)}
+	if cfg.Acks > 0 {
+		opts = append(opts, rlock.WithReplicaAcks(cfg.Acks, time.Second))
+	}
+	c, err := rlock.New(rdb, opts...)
 	if err != nil {
 		return err
 	}
