@@ -2,7 +2,6 @@ package holdfastotel
 
 import (
 	"context"
-	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -52,20 +51,6 @@ func receive(t testing.TB, ch <-chan error, what string) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("%s did not return within 10 s", what)
 	}
-}
-
-// controllable returns a redis-server of the test's own, which it may
-// freeze or restart.
-func controllable(t *testing.T) *redistest.Server {
-	t.Helper()
-	srv := redistest.Start(t)
-	if !srv.Controllable() {
-		if os.Getenv("CI") != "" {
-			t.Fatal("needs a redis-server process of its own; CI must provide the binary")
-		}
-		t.Skip("needs a redis-server process of its own")
-	}
-	return srv
 }
 
 // Some attribute filters.
@@ -294,7 +279,7 @@ func TestLostLock(t *testing.T) {
 // fail, and the hold is lost once its deadline passes. Resumed, the client
 // takes the lock again and closes cleanly.
 func TestWatchdogFailure(t *testing.T) {
-	srv := controllable(t)
+	srv := redistest.StartControllable(t)
 	rdb := srv.Client(t, func(o *redis.Options) {
 		o.ReadTimeout = 200 * time.Millisecond
 		o.WriteTimeout = 200 * time.Millisecond
@@ -533,7 +518,7 @@ func TestWithNamesRedis(t *testing.T) {
 // holdfast.pubsub.reconnects counts it, and the waiter, woken by the
 // re-subscription, finds the lock gone with the server's data and takes it.
 func TestPubSubReconnect(t *testing.T) {
-	srv := controllable(t)
+	srv := redistest.StartControllable(t)
 	holder := newClient(t, srv.Client(t))
 	e := newEnv(t)
 	c := newClient(t, srv.Client(t), rlock.WithObserver(e.obs))

@@ -355,13 +355,7 @@ func TestCLIWatchTerminal(t *testing.T) {
 // as an error line, and the watch goes on: once the server is back, the lines
 // show the objects again (a lock taken on the new server among them).
 func TestCLIWatchRedisError(t *testing.T) {
-	srv := redistest.Start(t)
-	if !srv.Controllable() {
-		if os.Getenv("CI") != "" {
-			t.Fatal("needs a redis-server process of its own; CI must provide the binary")
-		}
-		t.Skip("needs a redis-server process of its own")
-	}
+	srv := redistest.StartControllable(t)
 	c := newClient(t, srv.Client(t))
 	name := redistest.Name(t)
 	ctx := testCtx(t, 3*watchBound)

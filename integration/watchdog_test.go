@@ -313,13 +313,7 @@ func pexpireUntilGone(ctx context.Context, rdb *redis.Client, key string) error 
 
 // 5. A Redis server restarted empty ends the hold.
 func TestWatchdogRedisRestartedEmptyClosesDone(t *testing.T) {
-	srv := redistest.Start(t)
-	if !srv.Controllable() {
-		if os.Getenv("CI") != "" {
-			t.Fatal("needs a redis-server process of its own; CI must provide the binary")
-		}
-		t.Skip("needs a redis-server process of its own")
-	}
+	srv := redistest.StartControllable(t)
 	rdb := srv.Client(t)
 	c := newClient(t, rdb, wdOpts()...)
 	name := redistest.Name(t)

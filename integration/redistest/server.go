@@ -87,6 +87,19 @@ func Start(tb testing.TB, extraArgs ...string) *Server {
 	return s
 }
 
+// StartControllable is Start for a test that freezes, kills or restarts its server: it
+// needs a redis-server process of its own ([Server.Controllable]). When Start fell back to a
+// container, the test fails when CI is non-empty and is skipped otherwise, as when no Redis
+// is available at all.
+func StartControllable(tb testing.TB, extraArgs ...string) *Server {
+	tb.Helper()
+	s := Start(tb, extraArgs...)
+	if !s.Controllable() {
+		unavailableOrFatal(tb, &unavailableError{reason: "the test needs a redis-server process of its own, not a container"})
+	}
+	return s
+}
+
 // unavailableError says no Redis can be started at all (no binary, no Docker).
 type unavailableError struct{ reason string }
 
