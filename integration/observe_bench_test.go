@@ -23,45 +23,6 @@ func (noopObserver) WaitStart(observe.Wait)                                    {
 func (noopObserver) Woken(observe.Wait, observe.Cause)                         {}
 func (noopObserver) WaitEnd(observe.Wait)                                      {}
 
-// BenchmarkObservedCycle is the uncontended TryLock+Unlock cycle without an
-// observer (none), with one that does nothing (noop), and a PING, each a
-// sub-benchmark with its allocations: compare none with
-// BenchmarkUncontendedCycle of a commit before the observer, and with noop,
-// in one run (benchstat over -count runs).
-func BenchmarkObservedCycle(b *testing.B) {
-	srv := redistest.Shared(b)
-	for _, v := range []struct {
-		name string
-		opts []rlock.ClientOption
-	}{{"none", nil}, {"noop", []rlock.ClientOption{rlock.WithObserver(noopObserver{})}}} {
-		b.Run(v.name, func(b *testing.B) {
-			rdb := srv.Client(b)
-			m := newClient(b, rdb, v.opts...).NewMutex(redistest.Name(b))
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				l, err := m.TryLock(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := l.Unlock(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-	b.Run("ping", func(b *testing.B) {
-		rdb := srv.Client(b)
-		ctx := context.Background()
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := rdb.Ping(ctx).Err(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-}
-
 // TestObserverAllocations pins what an observer costs the uncontended cycle in
 // allocations, with one that allocates nothing itself: one per observed call
 // (the call's record: TryLock, Unlock) and one per observed hold.
