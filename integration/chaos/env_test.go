@@ -33,11 +33,9 @@ func (e *env) spawn() {
 	idx := e.next
 	e.next++
 	e.mu.Unlock()
-	w := redistest.StartWorker(e.t, "TestWorker", workerRole,
-		redistest.WorkerIndexEnv+"="+strconv.Itoa(idx), ConfigEnv+"="+string(cfg))
+	w := redistest.StartIndexedWorker(e.t, "TestWorker", workerRole, idx, ConfigEnv+"="+string(cfg))
 	e.mu.Lock()
 	e.workers = append(e.workers, w)
-	e.index[w] = idx
 	e.mu.Unlock()
 	e.readers.Go(func() { e.read(w, idx) })
 }
@@ -158,7 +156,7 @@ func (e *env) finish() int {
 	e.readers.Wait()
 	for _, w := range e.workers {
 		if err := w.Wait(); err != nil && !e.wasKilled(w) {
-			e.t.Errorf("worker %d: %v\n%s", e.indexOf(w), err, w.Output())
+			e.t.Errorf("worker %d: %v\n%s", w.Index, err, w.Output())
 		}
 	}
 	return subs

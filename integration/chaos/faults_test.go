@@ -57,7 +57,7 @@ func (e *env) pick() *redistest.Worker {
 	for _, w := range e.workers {
 		if !e.dead[w] {
 			live = append(live, w)
-			if e.open[e.index[w]] > 0 {
+			if e.open[w.Index] > 0 {
 				holding = append(holding, w)
 			}
 		}
@@ -66,13 +66,6 @@ func (e *env) pick() *redistest.Worker {
 		return holding[rand.IntN(len(holding))]
 	}
 	return live[rand.IntN(len(live))]
-}
-
-// indexOf returns w's index: the process of its history lines.
-func (e *env) indexOf(w *redistest.Worker) int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.index[w]
 }
 
 // wasKilled reports whether the parent killed w.
@@ -93,7 +86,7 @@ func (e *env) killHolder() (int, bool) {
 	_ = w.Signal(syscall.SIGKILL)
 	<-w.Done()
 	e.spawn()
-	return e.indexOf(w), true
+	return w.Index, true
 }
 
 // stopHolder freezes a worker for twice the lease, then resumes it.
@@ -102,7 +95,7 @@ func (e *env) stopHolder() (int, bool) {
 	_ = w.Signal(syscall.SIGSTOP)
 	<-time.After(2 * e.s.Lease) // the freeze is the fault, by design
 	_ = w.Signal(syscall.SIGCONT)
-	return e.indexOf(w), true
+	return w.Index, true
 }
 
 // clientKill kills every client connection of type (normal, pubsub) but the parent's.

@@ -136,9 +136,8 @@ type env struct {
 	leaked  int
 	killed  int
 	dead    map[*redistest.Worker]bool
-	open    map[int]int               // holds open per worker index, by its history so far
-	index   map[*redistest.Worker]int // each worker's index (its WorkerIndexEnv; Worker.Index is 0)
-	next    int                       // next worker index
+	open    map[int]int // holds open per worker index, by its history so far
+	next    int         // next worker index
 	stop    int64
 }
 
@@ -146,8 +145,7 @@ type env struct {
 func newEnv(t *testing.T, s scenario) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
-	e := &env{t: t, s: s, ctx: ctx, idle: make(chan int, 1000), dead: map[*redistest.Worker]bool{}, open: map[int]int{},
-		index: map[*redistest.Worker]int{}}
+	e := &env{t: t, s: s, ctx: ctx, idle: make(chan int, 1000), dead: map[*redistest.Worker]bool{}, open: map[int]int{}}
 	resSrv := redistest.Start(t)
 	e.res = Resource{resSrv.Client(t)}
 	e.cfg = Config{Deploy: s.Deploy, ResourceAddr: resSrv.Addr, Prefix: "chaos:" + s.Name + ":", Kinds: s.Kinds,

@@ -85,6 +85,13 @@ func StartWorker(tb testing.TB, testName, role string, env ...string) *Worker {
 	return startWorker(tb, testName, role, 0, env)
 }
 
+// StartIndexedWorker is [StartWorker] with WorkerIndexEnv (and the Worker's Index) set to
+// index: for a test that starts its workers one at a time.
+func StartIndexedWorker(tb testing.TB, testName, role string, index int, env ...string) *Worker {
+	tb.Helper()
+	return startWorker(tb, testName, role, index, env)
+}
+
 // RunWorkers starts n workers like [StartWorker], with WorkerIndexEnv set to 0..n-1.
 func RunWorkers(tb testing.TB, testName, role string, n int, env ...string) []*Worker {
 	tb.Helper()
