@@ -49,11 +49,26 @@ func (e *env) reSetUp() {
 }
 
 // pick returns a live worker at random, one that holds something (by its
-// history so far) when there is one.
+// history so far) when there is one, waiting up to a second for one to hold:
+// a fault aimed at a holder is the one that tests the holders.
 func (e *env) pick() *redistest.Worker {
+	deadline := time.Now().Add(time.Second)
+	for {
+		live, holding := e.candidates()
+		if len(holding) > 0 {
+			return holding[rand.IntN(len(holding))]
+		}
+		if !time.Now().Before(deadline) {
+			return live[rand.IntN(len(live))]
+		}
+		<-time.After(5 * time.Millisecond) // polling a condition with a deadline
+	}
+}
+
+// candidates returns the live workers, and those of them that hold something.
+func (e *env) candidates() (live, holding []*redistest.Worker) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var live, holding []*redistest.Worker
 	for _, w := range e.workers {
 		if !e.dead[w] {
 			live = append(live, w)
@@ -62,10 +77,7 @@ func (e *env) pick() *redistest.Worker {
 			}
 		}
 	}
-	if len(holding) > 0 {
-		return holding[rand.IntN(len(holding))]
-	}
-	return live[rand.IntN(len(live))]
+	return live, holding
 }
 
 // wasKilled reports whether the parent killed w.
