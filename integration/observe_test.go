@@ -374,7 +374,13 @@ func TestObserverWakeCauses(t *testing.T) {
 		{observe.CauseMessage, func(t *testing.T, c *rlock.Client) { // released by another client
 			l, err := other.NewMutex(name + ":msg").Lock(ctx)
 			require.NoError(t, err)
-			waitFor(ctx, t, c, name+":msg", func() { require.NoError(t, l.Unlock(ctx)) })
+			waitFor(ctx, t, c, name+":msg", func() {
+				// Released once the waiter listens, else its look at the
+				// subscription's confirmation may find the lock free first.
+				require.Eventually(t, func() bool { return rec.read(func(r *recorder) bool { return r.woken[observe.CauseSubscribed] > 0 }) },
+					10*time.Second, 5*time.Millisecond, "the waiter's subscription is confirmed")
+				require.NoError(t, l.Unlock(ctx))
+			})
 		}},
 		{observe.CauseHandOff, func(t *testing.T, c *rlock.Client) { // released by this client
 			l, err := c.NewMutex(name + ":hand").Lock(ctx)
@@ -402,6 +408,8 @@ func TestObserverWakeCauses(t *testing.T) {
 			require.NoError(t, err)
 			done := make(chan error, 1)
 			go func() { done <- lockUnlock(ctx, c.NewSpinMutex(name+":spin")) }()
+			require.Eventually(t, func() bool { return rec.read(func(r *recorder) bool { return r.waiting[observe.KindSpinMutex] == 1 }) },
+				10*time.Second, 5*time.Millisecond, "the spin Lock blocks")
 			require.NoError(t, l.Unlock(ctx))
 			require.NoError(t, <-done)
 		}},
