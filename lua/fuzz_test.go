@@ -750,14 +750,21 @@ func replyDecoders() []decoder {
 				}
 				s, _ := r.val.(string)
 				if s == "OK" && r.err == nil {
-					return outcome{val: PermitTry{Acquired: true}}
+					return outcome{val: PermitTry{Acquired: true, Expiry: NoExpiry}}
 				}
-				if ms, ok := strings.CutPrefix(s, ":"); ok && r.err == nil {
+				for _, prefix := range []string{"=", ":"} {
+					ms, ok := strings.CutPrefix(s, prefix)
+					if !ok || r.err != nil {
+						continue
+					}
 					if x, err := strconv.ParseFloat(ms, 64); err == nil {
-						if x >= math.MinInt64 && x < math.MaxInt64 {
-							return outcome{val: PermitTry{NextExpiry: int64(x)}}
+						if x < math.MinInt64 || x >= math.MaxInt64 {
+							return outcome{unspecified: true} // the conversion is the platform's
 						}
-						return outcome{unspecified: true} // the conversion is the platform's
+						if prefix == "=" {
+							return outcome{val: PermitTry{Acquired: true, Expiry: int64(x)}}
+						}
+						return outcome{val: PermitTry{NextExpiry: int64(x)}}
 					}
 				}
 				return errOrBad(r)

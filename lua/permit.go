@@ -56,6 +56,10 @@ func NewPermit(name string) Permit {
 // PermitTry is what an acquisition attempt read.
 type PermitTry struct {
 	Acquired bool
+	// Expiry, when acquired, is the expiry Redis holds for the ids (epoch ms,
+	// the writer's clock): the one this attempt sent, or for a second
+	// execution that found them still live, the first execution's.
+	Expiry int64
 	// NextExpiry, when not acquired, is the earliest expiry of a permit with a
 	// lease (epoch ms, the writer's clock): the semaphore may have permits to
 	// give then, with no message. 0: no permit has a lease.
@@ -65,7 +69,10 @@ type PermitTry struct {
 // Acquire takes len(ids) permits with the ids (raw, NewPermitID), expiring at
 // expiry (epoch ms, or NoExpiry), after reclaiming up to that many expired
 // permits (Redisson's tryAcquire). now is the caller's clock in epoch ms. A
-// retried execution recognises its ids and answers Acquired.
+// second execution with the same ids answers Acquired, with the expiry the
+// first one set, only while that expiry is after now and after the server's
+// clock; ids of an earlier execution that expired are acquired afresh, never
+// granted as they are.
 func (p Permit) Acquire(ctx context.Context, rdb Processor, ids []string, expiry, now int64, publish string) (PermitTry, error) {
 	argv := make([]any, 0, 4+len(ids))
 	argv = append(argv, len(ids), expiry, now, publish)
@@ -81,14 +88,25 @@ func (p Permit) Acquire(ctx context.Context, rdb Processor, ids []string, expiry
 	}
 	s, _ := v.(string)
 	if s == "OK" {
-		return PermitTry{Acquired: true}, nil
+		return PermitTry{Acquired: true, Expiry: expiry}, nil
 	}
-	if ms, ok := strings.CutPrefix(s, ":"); ok {
-		if next, err := strconv.ParseFloat(ms, 64); err == nil {
-			return PermitTry{NextExpiry: int64(next)}, nil
-		}
+	if held, ok := scoreAfter(s, "="); ok {
+		return PermitTry{Acquired: true, Expiry: held}, nil
+	}
+	if next, ok := scoreAfter(s, ":"); ok {
+		return PermitTry{NextExpiry: next}, nil
 	}
 	return PermitTry{}, fmt.Errorf("lua: unexpected acquire reply %v", v)
+}
+
+// scoreAfter reads the zset score (epoch ms) that follows prefix in s.
+func scoreAfter(s, prefix string) (int64, bool) {
+	ms, ok := strings.CutPrefix(s, prefix)
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(ms, 64)
+	return int64(v), err == nil
 }
 
 // The outcomes of Permit.Release for one id.

@@ -10,26 +10,38 @@
 -- ARGV[4]  publish command
 -- ARGV[5..] the ids, 16 raw bytes each
 --
--- 1. Reclaim at most count expired permits (publishing the new available count
+-- 1. A second execution of this request (go-redis resending a script whose
+--    reply was lost; the caller attempting again after a reply that came
+--    past the lease, when its give-back did not reach Redis) finds its first
+--    id in Z. It is granted again only while live: its expiry after both the
+--    caller's clock and the server's (TIME). Then it answers '=' .. the
+--    expiry Z holds, from which the caller counts the handle's deadline.
+-- 2. Reclaim at most count expired permits (publishing the new available count
 --    when positive), as Redisson does.
--- 2. If N holds at least count: DECRBY count, ZADD every id with ARGV[2], give
---    Z N's time to live if N has one, and return 'OK'.
--- 3. Else return ':' .. the earliest expiry of a permit with a lease, or nil
+-- 3. If N holds at least count: ZADD every id with ARGV[2], DECRBY the number
+--    of ids that were not in Z (an expired id of an earlier execution that no
+--    reclaim took is still counted as acquired: it is taken afresh, not twice),
+--    give Z N's time to live if N has one, and return 'OK'.
+-- 4. Else return ':' .. the earliest expiry of a permit with a lease, or nil
 --    when none has one: when the caller may attempt again without a message.
--- A second execution (go-redis retrying after a lost reply) finds the first id
--- in Z and answers 'OK' without taking more: the ids identify the request.
-if redis.call('zscore', KEYS[2], ARGV[5]) then
-  return 'OK'
+local held = redis.call('zscore', KEYS[2], ARGV[5])
+if held then
+  local t = redis.call('time')
+  local now = math.max(tonumber(ARGV[3]), tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+  if tonumber(held) > now then
+    return '=' .. held
+  end
 end
 return counted(nil, KEYS[1], function()
   local count = tonumber(ARGV[1])
   reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[3], count, ARGV[4])
   local v = counter(KEYS[1])
   if v ~= nil and v >= count then
-    redis.call('decrby', KEYS[1], count)
+    local added = 0
     for i = 5, #ARGV do
-      redis.call('zadd', KEYS[2], ARGV[2], ARGV[i])
+      added = added + redis.call('zadd', KEYS[2], ARGV[2], ARGV[i])
     end
+    redis.call('decrby', KEYS[1], added)
     local ttl = redis.call('pttl', KEYS[1])
     if ttl > 0 then
       redis.call('pexpire', KEYS[2], ttl)

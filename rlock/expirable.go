@@ -149,7 +149,7 @@ func (s *ExpirableSemaphore) attempt(ctx context.Context, ids []string, lease ti
 	case err != nil:
 		return nil, 0, s.o.wrap(err)
 	case try.Acquired:
-		return c.grantPermits(ctx, s, ids, sent, lease, life)
+		return c.grantPermits(ctx, s, ids, sent, lease, permitDeadline(sent, try.Expiry, life))
 	case try.NextExpiry > 0:
 		return nil, max(time.Duration(try.NextExpiry-now)*time.Millisecond, time.Millisecond), nil
 	}

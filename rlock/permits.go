@@ -31,11 +31,11 @@ type Permits struct {
 }
 
 // grantPermits makes the handle of the permits ids, taken by an attempt sent
-// at sent with lease (0: a watchdog lease, life): their holds are watched or
-// renewed from now on. A reply that came after the permits' lease may have run
-// out gives them back and asks for another attempt at once.
-func (c *Client) grantPermits(ctx context.Context, s *ExpirableSemaphore, ids []string, sent time.Time, lease, life time.Duration) (*Permits, time.Duration, error) {
-	deadline := sent.Add(life)
+// at sent with lease (0: a watchdog lease) and held until deadline
+// (permitDeadline): their holds are watched or renewed from now on. A reply
+// that came after that deadline gives them back and asks for another attempt
+// at once.
+func (c *Client) grantPermits(ctx context.Context, s *ExpirableSemaphore, ids []string, sent time.Time, lease time.Duration, deadline time.Time) (*Permits, time.Duration, error) {
 	if !time.Now().Before(deadline) {
 		_ = s.release(ctx, ids, hexIDs(ids))
 		return nil, 0, nil
@@ -58,6 +58,16 @@ func (c *Client) grantPermits(ctx context.Context, s *ExpirableSemaphore, ids []
 		return nil, 0, ErrClosed
 	}
 	return p, 0, nil
+}
+
+// permitDeadline is when permits that Redis holds until expiry (epoch ms, on
+// this host's wall clock, as the scripts compare it) end on the monotonic
+// clock of sent, the attempt's send time: at that expiry, and never later
+// than sent plus life, the lease the attempt asked for. A second execution
+// that found the permits of an earlier one answers their expiry, not the one
+// it sent: the handle is counted from what Redis holds.
+func permitDeadline(sent time.Time, expiry int64, life time.Duration) time.Time {
+	return sent.Add(min(time.UnixMilli(expiry).Sub(sent), life))
 }
 
 // Name returns the semaphore's name.
