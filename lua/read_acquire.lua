@@ -9,7 +9,8 @@
 -- ARGV[5]  read timeout prefix P ("{N}"): the k-th read hold of L is kept alive by
 --          the key "P:L:rwlock_timeout:k" (Redisson's layout)
 --
--- Returns "OK" (acquired: L's count is now c+1, also after a retried execution),
+-- Returns "OK" (acquired: L's count is now c+1, also after a retried execution,
+-- which sets the lease again),
 -- an integer (not acquired: N's PTTL, -1 when it has no expiry) or {n} (L's
 -- count in Redis is n, not c: nothing changed). As Redisson: a read hold is
 -- granted when N is free, in read mode, or in write mode held by L's own write
@@ -17,13 +18,18 @@
 -- held. N's TTL becomes the longest of its TTL and the lease.
 local c = tonumber(ARGV[4])
 local n = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or 0)
+local timeout = ARGV[5] .. ':' .. ARGV[2] .. ':rwlock_timeout:'
 if n == c + 1 then
+  -- a second execution: the lease again, from now, as the first one set it,
+  -- so that the caller's deadline (this call's send time plus the lease) is
+  -- never after the hold's in Redis
+  redis.call('set', timeout .. n, 1, 'px', ARGV[1])
+  redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[1])))
   return redis.status_reply('OK')
 end
 if n ~= c then
   return {n}
 end
-local timeout = ARGV[5] .. ':' .. ARGV[2] .. ':rwlock_timeout:'
 local mode = redis.call('hget', KEYS[1], 'mode')
 if not mode then
   if redis.call('exists', KEYS[1]) == 1 then

@@ -6,7 +6,8 @@
 -- ARGV[2]  the owner's write field W "<client uuid>:<owner id>:write"
 -- ARGV[3]  expected hold count c: W's count on N as the client knows it
 --
--- Returns "OK" (acquired: W's count is now c+1, also after a retried execution),
+-- Returns "OK" (acquired: W's count is now c+1, also after a retried execution,
+-- which sets the lease again),
 -- an integer (not acquired: N's PTTL, -1 when it has no expiry) or {n} (W's
 -- count in Redis is n, not c: nothing changed). Granted only when N is free or in
 -- write mode held by W: no read -> write upgrade. Unlike Redisson, a reentrant
@@ -31,6 +32,8 @@ if not mode then
 end
 local n = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or 0)
 if n == c + 1 then
+  -- a second execution: the lease again, from now (see read_acquire.lua)
+  redis.call('pexpire', KEYS[1], ARGV[1])
   return redis.status_reply('OK')
 end
 if n ~= c then
