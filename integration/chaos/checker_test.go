@@ -106,6 +106,41 @@ func TestCheckerFaultBeforeTheAcquisitionReturned(t *testing.T) {
 	require.Equal(t, "pass", r.Verdict(), r.Details)
 }
 
+// Two handles that said valid at one moment on a semaphore of one permit
+// are a violation, even when the first holder later learnt of its loss and
+// its fixed lease could have run out by its section's end (issue 31: a late
+// acquisition reply granted an expired permit, and another client reclaimed
+// it). Only a fault that can end holds in Redis excuses it.
+func TestCheckerBothValid(t *testing.T) {
+	ms := int64(time.Millisecond)
+	grants := func(aValid int64, fault *Op) Report {
+		var h hist
+		h.hold(0, 1, KindExpirable, "s", 0, 150, 160, 0) // its reply came past its 100 ms lease
+		h.ops[0].Lease = 100 * ms
+		h.ops[1].Lost, h.ops[1].Valid = true, aValid*ms
+		h.ops = append(h.ops, Op{Proc: 0, Hold: 1, Kind: KindExpirable, Name: "s", Op: OpLost, Call: 161 * ms, Ret: 161 * ms})
+		h.hold(1, 1, KindExpirable, "s", 140, 152, 158, 159) // reclaimed the expired permit
+		h.ops[len(h.ops)-2].Valid = 153 * ms
+		if fault != nil {
+			h.ops = append(h.ops, *fault)
+		}
+		return Check(h.ops, Spec{Permits: 1})
+	}
+	r := grants(155, nil)
+	require.Equal(t, 1, r.Violations, r.Details)
+	require.Equal(t, "FAIL", r.Verdict())
+
+	r = grants(151, nil) // the first holder's last valid check came before the second's grant: a race
+	require.Zero(t, r.Violations, r.Details)
+	require.Equal(t, 1, r.Inherent, r.Details)
+
+	r = grants(155, &Op{Proc: -1, Op: OpFault, Name: "late-replies", Call: 10 * ms, Ret: 300 * ms})
+	require.Equal(t, 1, r.Violations, "a fault that cannot end holds in Redis excuses nothing: %v", r.Details)
+
+	r = grants(155, &Op{Proc: -1, Op: OpFault, Name: "flushall", Call: 120 * ms, Ret: 121 * ms, OK: true})
+	require.Zero(t, r.Violations, "a FLUSHALL while it held: %v", r.Details)
+}
+
 // Calls that never returned, or returned long past their bound, are stuck.
 func TestCheckerStuck(t *testing.T) {
 	ms := int64(time.Millisecond)

@@ -18,7 +18,13 @@
 //     holders was told its hold was lost (Err, Done, or its release) and a
 //     fault that can end its lease reached it while it held (a freeze or kill
 //     of its process, data loss, a failover), or its own fixed lease ran out:
-//     its last write raced the loss. Any other overlap is a violation.
+//     its last write raced the loss. Any other overlap is a violation, and so
+//     is one whose two handles both said valid at one moment (each section
+//     records when its last check that found the hold valid began) unless a
+//     fault that takes holds from Redis before their expiry (Op.OK: a kill,
+//     a freeze, a restart, a FLUSHALL, a failover) reached one of them: a
+//     handle never says valid past its hold's expiry in Redis, and no other
+//     holder is admitted before it.
 //   - The shared resource (Resource, on a server no fault touches): a counter
 //     per lock incremented by GET then SET inside each section (lost
 //     increments), and a fenced register per FencedMutex that refuses tokens

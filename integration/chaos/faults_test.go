@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"math/rand/v2"
 	"syscall"
@@ -29,6 +30,7 @@ var faults = map[string]fault{
 		return -1, false
 	},
 	"drop-replies": func(e *env) (int, bool) { e.proxy.DropReplies(1 + rand.IntN(3)); return -1, false },
+	"late-replies": (*env).lateReplies,
 	"conn-reset":   func(e *env) (int, bool) { e.proxy.CloseConns(); return -1, false },
 	"restart":      func(e *env) (int, bool) { e.srv.Restart(e.t); e.reSetUp(); return -1, true },
 	"flushall": func(e *env) (int, bool) {
@@ -39,6 +41,27 @@ var faults = map[string]fault{
 	"script-flush":      func(e *env) (int, bool) { e.admin.ScriptFlush(e.ctx); return -1, false },
 	"sentinel-failover": (*env).sentinelFailover,
 	"cluster-failover":  (*env).clusterFailover,
+}
+
+// lateReplies holds every reply back past the lease: each command runs at
+// once and its reply arrives after the lease its acquisition asked for. While
+// the late replies land, no request reaches Redis: the give-backs of late
+// acquisitions are lost (the workers' release timeout ends them first), and
+// the acquisitions are sent again with the same ids or counts once the
+// connections are reset. Holders learn of losses (their renewals do not get
+// through), and leases run out in Redis, but no hold is taken from Redis
+// before its expiry: two handles that say valid at once are a violation.
+func (e *env) lateReplies() (int, bool) {
+	lease := cmp.Or(e.s.FixedLease, e.s.Lease)
+	delay := lease + rand.N(lease/2)
+	e.proxy.SetReplyDelay(delay)
+	<-time.After(lease)           // the fault's phases, by design: what is sent now is late
+	e.proxy.SetDropRequests(true) // from here on, as its late replies land
+	<-time.After(delay + 100*time.Millisecond)
+	e.proxy.SetReplyDelay(0)
+	e.proxy.SetDropRequests(false)
+	e.proxy.CloseConns() // a command cut in the middle leaves its connection unusable
+	return -1, false
 }
 
 // reSetUp creates the semaphores again after their data was lost.

@@ -44,11 +44,12 @@ type Op struct {
 	// resource and the resource confirmed; Stale how many fenced writes it refused.
 	Writes int64 `json:"w,omitempty"`
 	Stale  int64 `json:"s,omitempty"`
-	// Peak is the largest number of holders inside a semaphore's critical
-	// section the resource's INCR counted during this section.
-	Peak int64 `json:"pk,omitempty"`
 	// Lost: the section ended because the holder learnt its hold was lost.
 	Lost bool `json:"lo,omitempty"`
+	// Valid is when the section's last check of the hold (Err) that found it
+	// valid began: the holder's handle said valid from the acquisition's
+	// return until at least then. 0: no check found it valid.
+	Valid int64 `json:"v,omitempty"`
 	// LastWrite is when the section's last write was sent (after its last Err check).
 	LastWrite int64 `json:"lw,omitempty"`
 }

@@ -60,10 +60,15 @@ func (w *worker) section(g int, h holding, acq Op) Op {
 		writes = 3 // a double's sections are long, to be caught in few faults
 	}
 	for range writes {
-		if w.pause(h) || (!w.trusting() && h.Err() != nil) {
+		lost := w.pause(h)
+		checked := Mono()
+		if lost || (!w.trusting() && h.Err() != nil) {
 			w.rec.Record(Op{G: g, Kind: acq.Kind, Name: acq.Name, Op: OpLost, Hold: acq.Hold, Call: Mono(), Ret: Mono()})
 			cs.Lost = true
 			break
+		}
+		if !w.trusting() {
+			cs.Valid = checked
 		}
 		cs.LastWrite = Mono()
 		if acq.Kind == KindFenced {

@@ -40,6 +40,9 @@ type scenario struct {
 	Planted     string
 	ReadTimeout time.Duration
 	Acks        int // replica acknowledgements (WithReplicaAcks) of the workers' locks
+	// ReleaseTimeout, when set, is the workers' release timeout, with
+	// go-redis applying deadlines to its sockets (Config.ReleaseTimeout).
+	ReleaseTimeout time.Duration
 }
 
 // withDefaults fills the zero fields.
@@ -151,7 +154,7 @@ func newEnv(t *testing.T, s scenario) *env {
 	e.cfg = Config{Deploy: s.Deploy, ResourceAddr: resSrv.Addr, Prefix: "chaos:" + s.Name + ":", Kinds: s.Kinds,
 		Names: s.Names, Goroutines: s.Goroutines, Lease: s.Lease, FixedLease: s.FixedLease, Work: s.Work,
 		WaitBound: s.WaitBound, CancelStorm: s.CancelStorm, Planted: s.Planted, ReadTimeout: s.ReadTimeout,
-		Acks: s.Acks, CloseKey: "chaos:close:" + s.Name}
+		Acks: s.Acks, ReleaseTimeout: s.ReleaseTimeout, CloseKey: "chaos:close:" + s.Name}
 	switch s.Deploy {
 	case "sentinel":
 		e.fo = redistest.StartFailover(t, 2, 3)

@@ -14,6 +14,10 @@ package chaos
 //	CLIENT KILL pubsub *       every kind
 //	latency and jitter         every kind (proxy reply delays of 5-80 ms)
 //	reply lost after the run * every kind (proxy DropReplies; go-redis resends)
+//	replies late past lease * ExpirableSemaphore of one permit and the lock kinds with replays of
+//	                           their own (Mutex, FairMutex, RWMutex read/write): watchdog and
+//	                           fixed leases of 500 ms; requests dropped while the late replies
+//	                           land, so give-backs are lost; a release timeout of 200 ms
 //	connection reset           every kind (proxy CloseConns)
 //	Redis restart, no persist. every leased kind
 //	FLUSHALL *                 every leased kind
@@ -44,6 +48,11 @@ func full() bool { return os.Getenv("HOLDFAST_CHAOS") == "full" }
 // everything but the objects that have no lease.
 var noSem = Leased
 
+// lateReplyKinds are the kinds whose acquisitions answer a second execution
+// of themselves: the expirable semaphore (its ids) and the locks with a
+// script of their own (the expected count).
+var lateReplyKinds = []string{KindExpirable, KindMutex, KindFair, KindRead, KindWrite}
+
 // shortScenarios are the short tier: one representative per family of fault.
 var shortScenarios = []scenario{
 	{Name: "short-sigkill", Fault: "sigkill", Kinds: []string{KindMutex, KindFenced, KindExpirable}, Dur: 4 * time.Second, Every: 1500 * time.Millisecond},
@@ -51,6 +60,9 @@ var shortScenarios = []scenario{
 	{Name: "short-flushall", Fault: "flushall", Kinds: []string{KindSpin, KindNonReentrant, KindFenced}, Dur: 3 * time.Second},
 	{Name: "short-drop-replies", Fault: "drop-replies", Proxy: true, ReadTimeout: 300 * time.Millisecond,
 		Kinds: []string{KindMutex, KindSemaphore, KindLatch}, Dur: 3 * time.Second, Every: 500 * time.Millisecond},
+	{Name: "short-late-replies", Fault: "late-replies", Proxy: true, Kinds: []string{KindExpirable}, Names: 8,
+		Permits: 1, Lease: 500 * time.Millisecond, ReleaseTimeout: 200 * time.Millisecond, Work: 200 * time.Millisecond,
+		Dur: 8 * time.Second, Every: 2 * time.Second},
 	{Name: "short-client-kill-pubsub", Fault: "client-kill-pubsub", Kinds: AllKinds, Dur: 3 * time.Second, Every: 700 * time.Millisecond},
 }
 
@@ -62,6 +74,12 @@ var fullScenarios = []scenario{
 	{Name: "client-kill-pubsub", Fault: "client-kill-pubsub", Kinds: AllKinds, Dur: 15 * time.Second, Every: 500 * time.Millisecond},
 	{Name: "latency", Fault: "latency", Proxy: true, Kinds: AllKinds, Dur: 15 * time.Second, Every: 700 * time.Millisecond},
 	{Name: "drop-replies", Fault: "drop-replies", Proxy: true, ReadTimeout: 300 * time.Millisecond, Kinds: AllKinds, Dur: 15 * time.Second, Every: 300 * time.Millisecond},
+	{Name: "late-replies", Fault: "late-replies", Proxy: true, Kinds: lateReplyKinds, Names: 4, Permits: 1,
+		Lease: 500 * time.Millisecond, ReleaseTimeout: 200 * time.Millisecond, Work: 200 * time.Millisecond,
+		Dur: 15 * time.Second, Every: 2 * time.Second},
+	{Name: "late-replies-fixed-lease", Fault: "late-replies", Proxy: true, Kinds: lateReplyKinds, Names: 4, Permits: 1,
+		FixedLease: 500 * time.Millisecond, ReleaseTimeout: 200 * time.Millisecond, Work: 200 * time.Millisecond,
+		Dur: 15 * time.Second, Every: 2 * time.Second},
 	{Name: "conn-reset", Fault: "conn-reset", Proxy: true, Kinds: AllKinds, Dur: 15 * time.Second, Every: 500 * time.Millisecond},
 	{Name: "restart", Fault: "restart", Kinds: noSem, Dur: 15 * time.Second, Every: 2 * time.Second},
 	{Name: "flushall", Fault: "flushall", Kinds: noSem, Dur: 15 * time.Second, Every: time.Second},

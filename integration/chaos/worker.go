@@ -49,7 +49,11 @@ type Config struct {
 	Planted      string        // a Plant* mode, or ""
 	ReadTimeout  time.Duration // go-redis read timeout (0: its default)
 	Acks         int           // replica acknowledgements of every lock acquisition and release (WithReplicaAcks; 0: none)
-	CloseKey     string        // a list on the resource server: BLPOP it before closing
+	// ReleaseTimeout > 0 bounds releases (WithReleaseTimeout) and makes
+	// go-redis apply every call's deadline to its socket
+	// (ContextTimeoutEnabled), as the holdfast command does.
+	ReleaseTimeout time.Duration
+	CloseKey       string // a list on the resource server: BLPOP it before closing
 }
 
 // worker is one process's state.
@@ -70,13 +74,15 @@ func ConfigFromEnv() (Config, error) {
 
 // dial returns the client of cfg's deployment.
 func dial(cfg Config) redis.UniversalClient {
+	ctxTimeout := cfg.ReleaseTimeout > 0
 	switch cfg.Deploy {
 	case "sentinel":
-		return redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "holdfast", SentinelAddrs: cfg.Addrs, ReadTimeout: cfg.ReadTimeout})
+		return redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "holdfast", SentinelAddrs: cfg.Addrs,
+			ReadTimeout: cfg.ReadTimeout, ContextTimeoutEnabled: ctxTimeout})
 	case "cluster":
-		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.Addrs, ReadTimeout: cfg.ReadTimeout})
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.Addrs, ReadTimeout: cfg.ReadTimeout, ContextTimeoutEnabled: ctxTimeout})
 	}
-	return redis.NewClient(&redis.Options{Addr: cfg.Addrs[0], ReadTimeout: cfg.ReadTimeout})
+	return redis.NewClient(&redis.Options{Addr: cfg.Addrs[0], ReadTimeout: cfg.ReadTimeout, ContextTimeoutEnabled: ctxTimeout})
 }
 
 // RunWorker runs one worker process: cfg.Goroutines goroutines loop over
@@ -90,6 +96,9 @@ func RunWorker(cfg Config, proc int, out io.Writer) error {
 	opts := []rlock.ClientOption{rlock.WithWatchdogTimeout(cfg.Lease)}
 	if cfg.Acks > 0 {
 		opts = append(opts, rlock.WithReplicaAcks(cfg.Acks, time.Second))
+	}
+	if cfg.ReleaseTimeout > 0 {
+		opts = append(opts, rlock.WithReleaseTimeout(cfg.ReleaseTimeout))
 	}
 	c, err := rlock.New(rdb, opts...)
 	if err != nil {
