@@ -104,8 +104,13 @@ func (c *Cluster) form(ctx context.Context) error {
 		if i == len(c.Primaries)-1 {
 			last = 16383
 		}
-		if err := admins[i].Do(ctx, "CLUSTER", "ADDSLOTSRANGE", first, last).Err(); err != nil {
-			return fmt.Errorf("ADDSLOTSRANGE on %s: %w", nodes[i].Addr, err)
+		// ADDSLOTS, not 7.0's ADDSLOTSRANGE: every server of the matrix has it
+		args := []any{"CLUSTER", "ADDSLOTS"}
+		for slot := first; slot <= last; slot++ {
+			args = append(args, slot)
+		}
+		if err := admins[i].Do(ctx, args...).Err(); err != nil {
+			return fmt.Errorf("ADDSLOTS on %s: %w", nodes[i].Addr, err)
 		}
 	}
 	host, port := splitAddr(nodes[0].Addr)

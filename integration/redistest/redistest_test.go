@@ -84,7 +84,11 @@ func TestStartThreeServersAtOnce(t *testing.T) {
 				assert.Equal(t, "", cfg["save"])
 				assert.Equal(t, "no", cfg["appendonly"])
 				assert.Equal(t, "127.0.0.1", cfg["bind"])
-				assert.Equal(t, "local", cfg["enable-debug-command"])
+				if srv.Version(t).AtLeast(7, 0) {
+					assert.Equal(t, "local", cfg["enable-debug-command"])
+				} else {
+					assert.NotContains(t, cfg, "enable-debug-command", "%s has no such directive", srv.Version(t))
+				}
 				mu.Lock()
 				addrs[srv.Addr] = true
 				pids[srv.Pid()] = true
@@ -106,7 +110,7 @@ func TestStartExtraArgs(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "10485760", cfg["maxmemory"])
 	assert.Equal(t, "noeviction", cfg["maxmemory-policy"])
-	// DEBUG is enabled for local clients.
+	// DEBUG is enabled for local clients (by the directive on 7.0 and later, always before).
 	require.NoError(t, rdb.Do(context.Background(), "DEBUG", "SLEEP", "0").Err())
 }
 
@@ -584,4 +588,29 @@ func TestStartFailover(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("sentinels promoted %s %v after the kill", now, time.Since(killed))
 	require.Eventually(t, func() bool { return rdb.Set(ctx, "k2", "v", 0).Err() == nil }, 20*time.Second, 50*time.Millisecond)
+}
+
+// TestParseVersion: the --version lines of every server of the matrix, and what each
+// has of Redis.
+func TestParseVersion(t *testing.T) {
+	for _, tc := range []struct {
+		line    string
+		want    string
+		redis70 bool
+		redis74 bool
+	}{
+		{"Redis server v=6.2.16 sha=00000000:0 malloc=libc bits=64 build=c47b", "Redis 6.2.16", false, false},
+		{"Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64 build=ae4d", "Redis 7.0.15", true, false},
+		{"Redis server v=7.4.1 sha=c47bc2e0:0 malloc=libc bits=64 build=9e1b", "Redis 7.4.1", true, true},
+		{"Server v=7.2.7 sha=c47bc2e0:1 malloc=libc bits=64 build=3365", "Valkey 7.2.7", true, false},
+		{"Valkey server v=8.0.1 sha=c47bc2e0:0 malloc=libc bits=64 build=1087", "Valkey 8.0.1", true, false},
+	} {
+		v, err := parseVersion(tc.line)
+		require.NoError(t, err, tc.line)
+		require.Equal(t, tc.want, v.String())
+		require.Equal(t, tc.redis70, v.AtLeast(7, 0), "%s has Redis 7.0's features", v)
+		require.Equal(t, tc.redis74, v.AtLeast(7, 4), "%s has Redis 7.4's features", v)
+	}
+	_, err := parseVersion("KeyDB server v=6.3.4")
+	require.Error(t, err)
 }

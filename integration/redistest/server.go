@@ -62,7 +62,8 @@ type process struct {
 }
 
 // Start starts a fresh redis-server process on a free loopback port with
-// --save "" --appendonly no --port P --bind 127.0.0.1 --enable-debug-command local
+// --save "" --appendonly no --port P --bind 127.0.0.1 (and --enable-debug-command local on
+// servers that have that directive, Redis 7.0 and later; see [Server.Version])
 // (plus extraArgs, appended, so they override these), waits until it answers PING
 // (deadline 10 s), and stops it in tb.Cleanup.
 //
@@ -156,12 +157,18 @@ func launch(extraArgs []string) (*Server, error) {
 // startProcessServer starts bin on a free port, retrying on another port when the chosen one
 // was taken in the meantime.
 func startProcessServer(bin string, extraArgs []string) (*Server, error) {
+	v, err := binaryVersion(bin)
+	if err != nil {
+		return nil, err
+	}
 	return startOnFreePort(bin, func(port int, dir string) ([]string, error) {
 		args := []string{
 			"--save", "", "--appendonly", "no",
 			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--enable-debug-command", "local",
 			"--dir", dir,
+		}
+		if v.AtLeast(7, 0) { // DEBUG is allowed without it before 7.0, which has no such directive
+			args = append(args, "--enable-debug-command", "local")
 		}
 		return append(args, extraArgs...), nil
 	})
