@@ -183,7 +183,7 @@ func Inspect(ctx context.Context, c redis.Scripter, l *Lock, field string) (Insp
 	}
 	v, err := inspectScript.Run(ctx, c, []string{l.name}, field, side).Int64Slice()
 	if err != nil {
-		return Inspection{}, err
+		return Inspection{}, ScriptError(err)
 	}
 	if len(v) != 2 {
 		return Inspection{}, fmt.Errorf("lua: unexpected inspect reply %v", v)

@@ -99,5 +99,5 @@ func acquireCall(ctx context.Context, rdb Processor, a AcquireArgs) (any, int, e
 func Leave(ctx context.Context, c redis.Scripter, l *Lock, field string, wait time.Duration, publishCmd string) (bool, error) {
 	n, err := fairLeaveScript.Run(ctx, c, []string{l.name, QueueName(l.name), TimeoutsName(l.name)},
 		field, wait.Milliseconds(), publish(publishCmd), ChannelName(l.name)).Int64()
-	return n == 1, err
+	return n == 1, ScriptError(err)
 }

@@ -164,5 +164,5 @@ func ForceRelease(ctx context.Context, c redis.Scripter, l *Lock, publishCmd str
 		cmd = forceReleaseScript.Run(ctx, c, []string{l.name, l.channel}, UnlockMessage, publish(publishCmd), "")
 	}
 	n, err := cmd.Int64()
-	return n == 1, err
+	return n == 1, ScriptError(err)
 }

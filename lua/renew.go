@@ -107,7 +107,7 @@ func LoadRenew(ctx context.Context, c redis.Scripter) error {
 func RenewResult(cmd *redis.Cmd) ([]bool, error) {
 	v, err := cmd.Int64Slice()
 	if err != nil {
-		return nil, err
+		return nil, ScriptError(err)
 	}
 	out := make([]bool, len(v))
 	for i, x := range v {

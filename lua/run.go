@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"regexp"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -48,7 +49,8 @@ func (s script) run(ctx context.Context, rdb Processor, args []any) (any, error)
 		cmd.SetFirstKeyPos(3)
 		_ = rdb.Process(ctx, cmd)
 	}
-	return cmd.Result()
+	v, err := cmd.Result()
+	return v, ScriptError(err)
 }
 
 // Acks asks that a script's writes reach Replicas replicas before the call
@@ -90,7 +92,7 @@ func (s script) runAcked(ctx context.Context, rdb Processor, args []any, acks Ac
 			continue
 		}
 		v, err := cmd.Result()
-		return v, int(wait.Val()), err
+		return v, int(wait.Val()), ScriptError(err)
 	}
 	panic("unreachable")
 }
@@ -123,6 +125,39 @@ func now() int64 { return time.Now().UnixMilli() }
 func IsNoScript(err error) bool {
 	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
 }
+
+// Servers wrap an error raised inside a script (a redis.call that failed) with
+// the script's hash and line, differently: Redis 6.2 in front of it ("ERR Error
+// running script (call to f_<sha>): @user_script:89: WRONGTYPE …"), Redis 7 and
+// Valkey after it ("WRONGTYPE … script: <sha>, on @user_script:89."). An error
+// the script returns (redis.error_reply) is never wrapped.
+var (
+	wrappedBefore = regexp.MustCompile(`^ERR Error running script \(call to f_[0-9a-f]{40}\): @user_script:\d+: `)
+	wrappedAfter  = regexp.MustCompile(` script: [0-9a-f]{40}, on @user_script:\d+\.$`)
+)
+
+// ScriptError returns err as the script raised it: a server's error reply with
+// the wrapping of a script's error taken off, so that it reads, and matches
+// (IsWrongType, redis.HasErrorPrefix), the same on every server; any other
+// error as it is.
+func ScriptError(err error) error {
+	var re redis.Error
+	if err == nil || !errors.As(err, &re) {
+		return err
+	}
+	msg := re.Error()
+	inner := wrappedAfter.ReplaceAllLiteralString(wrappedBefore.ReplaceAllLiteralString(msg, ""), "")
+	if inner == msg {
+		return err
+	}
+	return serverError(inner)
+}
+
+// serverError is an error reply of the server, as go-redis' own (redis.Error).
+type serverError string
+
+func (e serverError) Error() string { return string(e) }
+func (serverError) RedisError()     {}
 
 // IsWrongType reports whether err is Redis' WRONGTYPE error: the key holds a value
 // of another type than the script expects (or, ErrNotCount, a string that is
