@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -93,10 +94,12 @@ func numSubNode(ctx context.Context, c redis.Cmdable, channels []string, sharded
 }
 
 // shardNumSub asks one server the sharded subscriptions to channels; a server
-// without sharded pub/sub counts none.
+// without sharded pub/sub (Redis 6.2 answers "ERR Unknown subcommand … 'shardnumsub'")
+// counts none. (redis.HasErrorPrefix cannot tell that reply: it drops "ERR " first.)
 func shardNumSub(ctx context.Context, c redis.Cmdable, channels []string) (map[string]int64, error) {
 	m, err := c.PubSubShardNumSub(ctx, channels...).Result()
-	if err != nil && redis.HasErrorPrefix(err, "ERR") {
+	var reply redis.Error
+	if errors.As(err, &reply) && !errors.Is(err, redis.Nil) {
 		return map[string]int64{}, nil
 	}
 	return m, err
