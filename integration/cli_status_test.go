@@ -497,7 +497,8 @@ func TestCLIStatusUnreachable(t *testing.T) {
 }
 
 // TestCLIStatusCluster: on a Redis Cluster, status reads locks in every shard,
-// counts their waiters' sharded subscriptions on the slot's primary, --scan
+// counts their waiters' subscriptions (sharded, on the slot's primary; classic
+// on Redis 6.2, on every node), --scan
 // finds them on every primary, and unlock --force wakes a waiter.
 func TestCLIStatusCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3, 0)
@@ -537,8 +538,8 @@ func TestCLIStatusCluster(t *testing.T) {
 
 // clusterHeldAndAwaited takes, with holder, a lock in each shard of cl, named
 // after prefix, and starts a waiter of waiter on each; it returns once every
-// waiter's SSUBSCRIBE is counted on the slot's primary. The waits end with the
-// test.
+// waiter's subscription is counted (SSUBSCRIBE on the slot's primary; SUBSCRIBE
+// on Redis 6.2). The waits end with the test.
 func clusterHeldAndAwaited(t *testing.T, cl *redistest.Cluster, holder, waiter *rlock.Client, prefix string) ([]string, map[string]<-chan rwResult) {
 	t.Helper()
 	rdb := cl.Client(t)
@@ -552,11 +553,10 @@ func clusterHeldAndAwaited(t *testing.T, cl *redistest.Cluster, holder, waiter *
 		_, err := holder.NewMutex(name).Lock(ctx)
 		require.NoError(t, err)
 		waits[name] = rwLockAsync(wctx, waiter.NewMutex(name))
-		node, err := rdb.MasterForKey(ctx, name)
-		require.NoError(t, err)
 		channel := lua.ChannelName(name)
-		require.Eventually(t, func() bool { return node.PubSubShardNumSub(ctx, channel).Val()[channel] == 1 },
-			10*time.Second, 5*time.Millisecond, "the waiter's SSUBSCRIBE to %s", channel)
+		ps := clusterPubSubOf(t, cl)
+		require.Eventually(t, func() bool { n, _ := ps.listeners(ctx, channel); return n == 1 },
+			10*time.Second, 5*time.Millisecond, "the waiter listens to %s by %s", channel, ps)
 		names = append(names, name)
 	}
 	return names, waits

@@ -31,12 +31,14 @@ func TestCluster(t *testing.T) {
 	t.Run("EveryEndOfAHoldWakesTheWaiter", func(t *testing.T) { clusterHoldEnds(t, cl) })
 }
 
-// clusterHoldEnds: with sharded pub/sub, a waiter is served after every way a
-// hold ends: an unlock in the same client (hand-off) and in another, a
-// force-unlock by a third client (its SPUBLISH), and a fixed lease that runs out
-// without an unlock (the waiter's own bound, 1 s, not the 30 s watchdog).
+// clusterHoldEnds: with sharded pub/sub (classic on Redis 6.2), a waiter is
+// served after every way a hold ends: an unlock in the same client (hand-off)
+// and in another, a force-unlock by a third client (its SPUBLISH), and a fixed
+// lease that runs out without an unlock (the waiter's own bound, 1 s, not the
+// 30 s watchdog).
 func clusterHoldEnds(t *testing.T, cl *redistest.Cluster) {
 	ctx := testCtx(t, 60*time.Second)
+	ps := clusterPubSubOf(t, cl)
 	ca, cb, cc := newClient(t, cl.Client(t)), newClient(t, cl.Client(t)), newClient(t, cl.Client(t))
 	for _, tc := range []struct {
 		name   string
@@ -69,9 +71,9 @@ func clusterHoldEnds(t *testing.T, cl *redistest.Cluster) {
 		}()
 		if tc.waiter != ca {
 			require.Eventually(t, func() bool {
-				_, sharded := clusterSubscribers(ctx, cl, lua.ChannelName(name))
-				return sharded > 0
-			}, 10*time.Second, 5*time.Millisecond, tc.name)
+				n, _ := ps.listeners(ctx, lua.ChannelName(name))
+				return n > 0
+			}, 10*time.Second, 5*time.Millisecond, "%s: the waiter listens by %s", tc.name, ps)
 		}
 		ended := time.Now()
 		require.NoError(t, tc.end(l, name), tc.name)
@@ -125,8 +127,8 @@ func clusterMultiLock(t *testing.T, cl *redistest.Cluster) {
 		got <- l
 	}()
 	require.Eventually(t, func() bool {
-		_, sharded := clusterSubscribers(ctx, cl, lua.ChannelName(names[2]))
-		return sharded > 0
+		n, _ := clusterPubSubOf(t, cl).listeners(ctx, lua.ChannelName(names[2]))
+		return n > 0
 	}, 10*time.Second, 5*time.Millisecond)
 	released := time.Now()
 	require.NoError(t, lb.Unlock(ctx))
@@ -172,9 +174,12 @@ func clusterMultiLock(t *testing.T, cl *redistest.Cluster) {
 // share one subscriber connection; when the server kills it, the feed subscribes
 // every channel again (one SSUBSCRIBE each: one command naming channels of two
 // slots would fail with CROSSSLOT) and every waiter is still woken by its release.
+// On Redis 6.2 (classic pub/sub) the client's one subscriber connection, on
+// whichever node, is killed and comes back the same way.
 func clusterFeedReconnects(t *testing.T, cl *redistest.Cluster) {
 	ctx := testCtx(t, 60*time.Second)
 	rdb := cl.Client(t)
+	ps := clusterPubSubOf(t, cl)
 	ca, cb := newClient(t, cl.Client(t)), newClient(t, rdb)
 	prefix := redistest.Name(t)
 	var names []string
@@ -188,6 +193,13 @@ func clusterFeedReconnects(t *testing.T, cl *redistest.Cluster) {
 		}
 		if m.Options().Addr == owner.Options().Addr {
 			names = append(names, name)
+		}
+	}
+	feedNodes := []*redis.Client{owner} // a shard's feed is on its primary
+	if !ps.sharded {
+		feedNodes = nil // the classic subscriber connection is on any node
+		for _, n := range cl.Nodes() {
+			feedNodes = append(feedNodes, n.Client(t))
 		}
 	}
 	var leases []*rlock.Lease
@@ -205,22 +217,30 @@ func clusterFeedReconnects(t *testing.T, cl *redistest.Cluster) {
 		}()
 	}
 	subscribed := func() bool {
-		n, err := owner.PubSubShardNumSub(ctx, lua.ChannelName(names[0]), lua.ChannelName(names[1]),
-			lua.ChannelName(names[2]), lua.ChannelName(names[3])).Result()
-		require.NoError(t, err)
-		for _, v := range n {
-			if v != 1 {
+		for _, name := range names {
+			if n, other := ps.listeners(ctx, lua.ChannelName(name)); n != 1 || other != 0 {
 				return false
 			}
 		}
 		return true
 	}
-	require.Eventually(t, subscribed, 10*time.Second, 5*time.Millisecond)
-	before := clusterPubSubConns(t, ctx, owner)
+	conns := func() []string {
+		var ids []string
+		for _, n := range feedNodes {
+			for _, id := range clusterPubSubConns(t, ctx, n) {
+				ids = append(ids, n.Options().Addr+"/"+id)
+			}
+		}
+		return ids
+	}
+	require.Eventually(t, subscribed, 10*time.Second, 5*time.Millisecond, "every waiter listens by %s", ps)
+	before := conns()
 	require.Len(t, before, 1, "one subscriber connection for the shard")
-	require.NoError(t, owner.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err())
+	for _, n := range feedNodes {
+		require.NoError(t, n.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err())
+	}
 	require.Eventually(t, func() bool {
-		after := clusterPubSubConns(t, ctx, owner)
+		after := conns()
 		return len(after) == 1 && after[0] != before[0] && subscribed()
 	}, 10*time.Second, 5*time.Millisecond, "subscribed again on one new connection")
 	for _, l := range leases {
@@ -428,17 +448,20 @@ func clusterHandOver(t *testing.T, ctx context.Context, cl *redistest.Cluster, m
 	// The waiter's first attempt reads the lease (30 s): wait until it has
 	// subscribed, so that only the release can wake it in time.
 	channel := lua.ChannelName(ma.Name())
+	ps := clusterPubSubOf(t, cl)
 	require.Eventually(t, func() bool {
-		_, sharded := clusterSubscribers(ctx, cl, channel)
-		return sharded > 0
-	}, 10*time.Second, 5*time.Millisecond, "the waiter's SSUBSCRIBE")
-	classic, _ := clusterSubscribers(ctx, cl, channel)
-	require.Zero(t, classic, "no classic subscription on a Redis 7 cluster")
-	owner, err := cl.Client(t).MasterForKey(ctx, channel)
-	require.NoError(t, err)
-	chans, err := owner.PubSubShardChannels(ctx, channel).Result()
-	require.NoError(t, err)
-	require.Equal(t, []string{channel}, chans, "the subscription is on the shard that owns the lock")
+		n, _ := ps.listeners(ctx, channel)
+		return n > 0
+	}, 10*time.Second, 5*time.Millisecond, "the waiter listens by %s", ps)
+	_, other := ps.listeners(ctx, channel)
+	require.Zero(t, other, "releases travel by %s only", ps)
+	if ps.sharded {
+		owner, err := cl.Client(t).MasterForKey(ctx, channel)
+		require.NoError(t, err)
+		chans, err := owner.PubSubShardChannels(ctx, channel).Result()
+		require.NoError(t, err)
+		require.Equal(t, []string{channel}, chans, "the subscription is on the shard that owns the lock")
+	}
 	released := time.Now()
 	require.NoError(t, la.Unlock(ctx))
 	at, ok := <-got

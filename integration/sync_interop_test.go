@@ -62,13 +62,15 @@ func standaloneSync(t *testing.T, opts ...rlock.ClientOption) syncEnv {
 }
 
 func clusterSync(t *testing.T, cl *redistest.Cluster, opts ...rlock.ClientOption) syncEnv {
-	return newSyncEnv(t, cl.Client(t), cl.Client(t), true,
-		func(ctx context.Context, ch string) int64 { _, n := clusterSubscribers(ctx, cl, ch); return n }, opts)
+	ps := clusterPubSubOf(t, cl)
+	return newSyncEnv(t, cl.Client(t), cl.Client(t), ps.sharded,
+		func(ctx context.Context, ch string) int64 { n, _ := ps.listeners(ctx, ch); return n }, opts)
 }
 
 // newSyncEnv is the env of a scenario on rdb, the Java peer's and the test's
-// connection, and goRdb, the Go client's; sharded is for a Redis 7 cluster,
-// where both peers publish and subscribe by sharded pub/sub.
+// connection, and goRdb, the Go client's; sharded is for a cluster of Redis 7.0
+// or later (or Valkey), where both peers publish and subscribe by sharded
+// pub/sub; on a Redis 6.2 cluster they use classic pub/sub.
 func newSyncEnv(t *testing.T, rdb, goRdb redis.UniversalClient, sharded bool, subscribers func(context.Context, string) int64, opts []rlock.ClientOption) syncEnv {
 	name := redistest.Name(t)
 	calls := &goCalls{name: name}
@@ -760,9 +762,9 @@ func TestInteropLatchGoDeletePublishesOne(t *testing.T) {
 
 // ---- Cluster ----
 
-// TestInteropClusterSemaphorePermitLatch runs the scenarios on a Redis 7
-// cluster, where Redisson and holdfast publish and subscribe with sharded
-// pub/sub in the object's slot.
+// TestInteropClusterSemaphorePermitLatch runs the scenarios on a cluster, where
+// Redisson and holdfast publish and subscribe with sharded pub/sub in the
+// object's slot (classic pub/sub on Redis 6.2).
 func TestInteropClusterSemaphorePermitLatch(t *testing.T) {
 	cl := redistest.StartCluster(t, 3, 0)
 	t.Run("SemaphoreJavaWakesGo", func(t *testing.T) { interopSemaphoreJavaWakesGo(t, clusterSync(t, cl)) })
