@@ -71,6 +71,9 @@ func startLockCLIURL(t *testing.T, url string, args ...string) *lockCLI {
 	p := &lockCLI{cmd: cmd, lines: make(chan string, 100), stderr: &lockedBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	cmd.WaitDelay = 5 * time.Second
+	// A process group of its own, holdfast and its command: the cleanup kills
+	// both, or the command would hold stdout open and collect never end.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var err error
 	p.stdin, err = cmd.StdinPipe()
 	require.NoError(t, err)
@@ -83,7 +86,7 @@ func startLockCLIURL(t *testing.T, url string, args ...string) *lockCLI {
 		select {
 		case <-p.done:
 		default:
-			_ = cmd.Process.Kill()
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-p.done
 			t.Logf("holdfast killed at the end of the test; stderr:\n%s", p.stderr.String())
 		}

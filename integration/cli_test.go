@@ -3,9 +3,11 @@ package integration
 import (
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,9 +24,12 @@ var cliBuild struct {
 }
 
 // holdfastBin returns the path of the holdfast command built from this
-// repository's cmd/holdfast, building it on first use.
+// repository's cmd/holdfast, building it on first use. Every test that starts
+// the command gets its path here, so this is also where the signals the tests
+// send it get their default dispositions back (defaultSignals).
 func holdfastBin(t testing.TB) string {
 	t.Helper()
+	defaultSignals()
 	cliBuild.once.Do(func() {
 		cliBuild.dir, cliBuild.err = os.MkdirTemp("", "holdfast-cli-")
 		if cliBuild.err != nil {
@@ -40,6 +45,26 @@ func holdfastBin(t testing.TB) string {
 	}
 	return cliBuild.path
 }
+
+// defaultSignals makes the signals the tests send holdfast reach it with their
+// default dispositions, whatever this test binary inherited. A signal ignored
+// here (nohup ignores SIGHUP; a shell's background job, `make test &`, SIGINT
+// and SIGQUIT) stays ignored in every process the tests start, and holdfast
+// rightly leaves an ignored signal ignored: a test that interrupts it would
+// fail or wait forever. Go gives a child the default disposition of every
+// signal its parent handles, so the test binary handles those it was started
+// with ignored, and drops them (they were ignored).
+var defaultSignals = sync.OnceFunc(func() {
+	var ignored []os.Signal
+	for _, s := range []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2} {
+		if signal.Ignored(s) {
+			ignored = append(ignored, s)
+		}
+	}
+	if len(ignored) > 0 {
+		signal.Notify(make(chan os.Signal, 1), ignored...)
+	}
+})
 
 // requireUsageError requires stderr to be the usage error of "holdfast cmd"
 // (cmd "" for holdfast itself): exactly two lines, what is wrong, then where
