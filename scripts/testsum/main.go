@@ -13,7 +13,8 @@
 // it prints, like `go test`, one line per package (ok, FAIL, or no test files), plus the whole
 // output of every failed test, build errors, and the package-level output of a failed package
 // (a panic, a timeout, a TestMain that failed); with -v it prints all the output as it comes.
-// After the last module it lists the failures and prints the closing line.
+// After the last module it lists every skipped test with its reason (no skip is silent), then
+// the failures, and prints the closing line.
 //
 // What counts: every test, subtest and example that reported pass, fail or skip (a subtest's
 // parent counts too). A test still running when its package failed (a panic elsewhere, a
@@ -172,6 +173,7 @@ type summary struct {
 
 	passed, failed, skipped int
 	failures                []string // one line per failure, in order
+	skips                   []string // one line per skipped test, with its reason
 
 	pkgs map[string]*pkgState
 }
@@ -279,6 +281,7 @@ func (s *summary) event(ev event) {
 			s.passed++
 		case "skip":
 			s.skipped++
+			s.skips = append(s.skips, fmt.Sprintf("SKIP %s %s: %s", ev.Package, ev.Test, skipReason(t.output)))
 		case "fail":
 			t.failed = true
 			s.failed++
@@ -393,8 +396,14 @@ func (s *summary) failRun(msg string) {
 	s.print("testsum: " + msg + "\n")
 }
 
-// close prints the list of failures and the closing line.
+// close prints the lists of skipped tests and failures, and the closing line.
 func (s *summary) close(what string) {
+	if len(s.skips) > 0 {
+		s.print(fmt.Sprintf("\n=== Skipped (%d)\n", len(s.skips)))
+		for _, l := range s.skips {
+			s.print(l + "\n")
+		}
+	}
 	if len(s.failures) > 0 {
 		s.print(fmt.Sprintf("\n=== Failed (%d)\n", len(s.failures)))
 		for _, f := range s.failures {
@@ -409,6 +418,22 @@ func (s *summary) printAll(lines []string) {
 	for _, l := range lines {
 		s.print(l)
 	}
+}
+
+// skipReason returns what a skipped test said last (its t.Skip message), without the
+// file:line go test puts in front.
+func skipReason(output []string) string {
+	for i := len(output) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(output[i])
+		if l == "" || strings.HasPrefix(l, "--- SKIP") || strings.HasPrefix(l, "=== ") {
+			continue
+		}
+		if at, msg, ok := strings.Cut(l, ": "); ok && strings.Contains(at, ".go:") && !strings.Contains(at, " ") {
+			return msg
+		}
+		return l
+	}
+	return "(no reason given)"
 }
 
 // lastLine returns the last non-blank line of output, with its newline.

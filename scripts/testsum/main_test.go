@@ -107,6 +107,7 @@ func TestFailures(t *testing.T) {
 		"FAIL scratch/timeout TestSlow (did not finish",
 		"?   \tscratch/notests\t[no test files]",
 		"ok  \tscratch/okpkg",
+		"=== Skipped (1)\nSKIP scratch/okpkg TestSkip: nope\n", // listed with its reason
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
