@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"runtime/debug"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,5 +67,26 @@ func TestCheckLockName(t *testing.T) {
 	}
 	for _, name := range []string{"orders:42", "{a}b", "acc:{7}:x", "{{t}}"} {
 		require.NoError(t, checkLockName(name), name)
+	}
+}
+
+// TestVersionLine: a binary installed at a version prints it; one built in a
+// checkout prints "(devel)" and its commit.
+func TestVersionLine(t *testing.T) {
+	for _, tc := range []struct {
+		bi   debug.BuildInfo
+		want string
+	}{
+		{debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.9.0"}}, "holdfast v0.9.0 go1.26.8"},
+		{debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "cb9a4c8aa1b2c3d4e5f6"}, {Key: "vcs.modified", Value: "true"}}}, "holdfast (devel) cb9a4c8aa1b2+modified go1.26.8"},
+	} {
+		if got := versionLine(&tc.bi, true); got != tc.want {
+			t.Errorf("versionLine = %q, want %q", got, tc.want)
+		}
+	}
+	var out strings.Builder
+	if code := run(context.Background(), []string{"version"}, stdio{out: &out}); code != exitOK || !strings.HasPrefix(out.String(), "holdfast ") {
+		t.Errorf("holdfast version: %d %q", code, out.String())
 	}
 }

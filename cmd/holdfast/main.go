@@ -9,6 +9,7 @@
 //	holdfast unlock --force [flags] NAME
 //	holdfast unlock --force [flags] --permit ID NAME
 //	holdfast demo [flags]
+//	holdfast version
 //
 // See docs/cli.md for every flag, environment variable and exit code.
 package main
@@ -97,6 +98,8 @@ func run(ctx context.Context, args []string, io stdio) int {
 		return unlockCommand(ctx, args[1:], io)
 	case "demo":
 		return demoCommand(ctx, args[1:], io)
+	case "version", "-version", "--version":
+		return versionCommand(io.out)
 	case "help", "-h", "-help", "--help":
 		usage(io.out)
 		return exitOK
@@ -119,6 +122,7 @@ usage:
   holdfast unlock --force [flags] NAME                            force-release a lock, waking its waiters
   holdfast unlock --force [flags] --permit ID NAME                force-release one permit of a semaphore
   holdfast demo [flags]                                           watch holdfast at work (embedded Redis)
+  holdfast version                                                print the version it was built from
 
 Run "holdfast COMMAND -h" for the flags of a command; see docs/cli.md.
 `)
