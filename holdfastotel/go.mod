@@ -4,11 +4,8 @@ go 1.26.0
 
 replace github.com/holdfast-go/holdfast => ../
 
-replace github.com/holdfast-go/holdfast/integration => ../integration
-
 require (
 	github.com/holdfast-go/holdfast v0.0.0-00010101000000-000000000000
-	github.com/holdfast-go/holdfast/integration v0.0.0-00010101000000-000000000000
 	github.com/redis/go-redis/extra/redisotel/v9 v9.23.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stretchr/testify v1.12.1
@@ -24,6 +21,7 @@ require (
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
+	github.com/holdfast-go/holdfast/integration/redistest v0.0.0-00010101000000-000000000000
 	github.com/redis/go-redis/extra/rediscmd/v9 v9.23.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
@@ -32,3 +30,5 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 )
+
+replace github.com/holdfast-go/holdfast/integration/redistest => ../integration/redistest

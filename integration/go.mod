@@ -17,6 +17,9 @@ require (
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/holdfast-go/holdfast/integration/redistest v0.0.0-00010101000000-000000000000
 	go.uber.org/atomic v1.12.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )
+
+replace github.com/holdfast-go/holdfast/integration/redistest => ./redistest

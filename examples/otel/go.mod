@@ -6,12 +6,9 @@ replace github.com/holdfast-go/holdfast => ../..
 
 replace github.com/holdfast-go/holdfast/holdfastotel => ../../holdfastotel
 
-replace github.com/holdfast-go/holdfast/integration => ../../integration
-
 require (
 	github.com/holdfast-go/holdfast v0.0.0-00010101000000-000000000000
 	github.com/holdfast-go/holdfast/holdfastotel v0.0.0-00010101000000-000000000000
-	github.com/holdfast-go/holdfast/integration v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_golang v1.24.1
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.0
@@ -31,6 +28,7 @@ require (
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
+	github.com/holdfast-go/holdfast/integration/redistest v0.0.0-00010101000000-000000000000
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/otlptranslator v1.0.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
@@ -42,3 +40,5 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+replace github.com/holdfast-go/holdfast/integration/redistest => ../../integration/redistest

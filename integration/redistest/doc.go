@@ -52,6 +52,17 @@
 // tb.Cleanup (or [Main]) and, on Linux, receive SIGKILL when the test binary dies
 // (Pdeathsig), even after a panic or a SIGKILL of the test binary.
 //
-// The package is Linux-oriented (process groups, Pdeathsig, SIGSTOP); it is only used by the
-// integration module's tests.
+// # Servers and versions
+//
+// The binary may be any server of holdfast's matrix: Redis 6.2, 7.0, 7.4 or Valkey 7.2, 8.0
+// ($REDIS_SERVER=/path/to/valkey-server). [Server.Version] says which (from --version, or INFO
+// for a server this package did not start); the harness writes only the directives the
+// server accepts (enable-debug-command from 7.0 on) and forms a Cluster with commands every
+// one of them has. A test that needs a newer server checks the fallback on older ones, or
+// calls [Version.Needs], whose skip message begins "not for this server" and is listed by
+// `make test-servers`.
+//
+// The package is Linux-oriented (process groups, Pdeathsig, SIGSTOP). It is a module of its
+// own, published with holdfast (holdfastotel's tests use it); its testcontainers fallback is
+// found next to its source, so it works from a checkout, not from the module cache.
 package redistest
