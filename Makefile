@@ -1,11 +1,13 @@
 # holdfast build and test entry points. `make test` is what CI runs (see .ci/run).
 #
-# `make test` tests four modules: the library at the root (kept free of test-only heavyweights),
-# the nested integration module in integration/ (real-Redis tests), holdfastotel/ (the
-# OpenTelemetry observer, OTel API modules only; SDK in its tests) and examples/otel (the
-# example wiring Prometheus, redisotel and holdfastotel). The harness's
-# testcontainers fallback is a module of its own, integration/redistest/containers, built only
-# when a test needs it (see integration/redistest/doc.go); bench/ holds the benchmark tool.
+# `make test` tests five modules: the library at the root (kept free of test-only heavyweights),
+# the nested integration module in integration/ (real-Redis tests), the test harness in
+# integration/redistest (published, so that holdfastotel's tests can use it; see
+# docs/design.md), holdfastotel/ (the OpenTelemetry observer, OTel API modules only; SDK in its
+# tests) and examples/otel (the example wiring Prometheus, redisotel and holdfastotel). The
+# harness's testcontainers fallback is a module of its own, integration/redistest/containers,
+# built only when a test needs it (see integration/redistest/doc.go); bench/ holds the benchmark
+# tool.
 
 GO ?= go
 # Extra flags for the test runs, e.g. `make test TESTFLAGS=-v` or TESTFLAGS='-run Lock'.
@@ -21,7 +23,7 @@ BENCH_OUT ?= $(CURDIR)/bench/out
 GOFILES = $(shell find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*')
 
 .DEFAULT_GOAL := test
-.PHONY: test lint fmt-check vet vet-containers test-root test-integration test-otel setup bench bench-semaphore bench-docs soak chaos fuzz
+.PHONY: test lint fmt-check vet vet-containers test-root test-integration test-otel setup servers test-servers release-check bench bench-semaphore bench-docs soak chaos fuzz
 
 ## test: the CI test command: setup (installs redis-server when missing), lint, then race
 ## tests of both modules. One command on a fresh clone; setup is quick and silent but for
@@ -29,7 +31,7 @@ GOFILES = $(shell find . -name '*.go' -not -path './.git/*' -not -path '*/testda
 ## through scripts/testsum, which prints the output of what failed and closes with one line
 ## for all modules: "N passed, N failed, N skipped" (non-zero exit when anything failed).
 test: setup lint
-	@GO='$(GO)' bash scripts/test.sh . integration holdfastotel examples/otel -- $(GOTESTFLAGS)
+	@GO='$(GO)' bash scripts/test.sh . integration integration/redistest holdfastotel examples/otel -- $(GOTESTFLAGS)
 
 ## lint: gofmt check and go vet for every module.
 lint: fmt-check vet
@@ -41,6 +43,7 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 	cd integration && $(GO) vet ./...
+	cd integration/redistest && $(GO) vet ./...
 	cd holdfastotel && $(GO) vet ./...
 	cd examples/otel && $(GO) vet ./...
 
@@ -50,14 +53,14 @@ vet:
 ## there is no redis-server binary.
 vet-containers:
 	cd integration/redistest/containers && $(GO) vet ./...
-	cd integration && $(GO) test -tags containers -count=1 -run TestContainerFallbackBuild ./redistest
+	cd integration/redistest && $(GO) test -tags containers -count=1 -run TestContainerFallbackBuild .
 
 ## test-root, test-integration: the tests of one module, summarised the same way.
 test-root:
 	@GO='$(GO)' bash scripts/test.sh . -- $(GOTESTFLAGS)
 
 test-integration:
-	@GO='$(GO)' bash scripts/test.sh integration -- $(GOTESTFLAGS)
+	@GO='$(GO)' bash scripts/test.sh integration integration/redistest -- $(GOTESTFLAGS)
 
 ## test-otel: the OpenTelemetry modules only: holdfastotel and examples/otel.
 test-otel:
@@ -66,6 +69,25 @@ test-otel:
 ## setup: install what the tests need (redis-server) on a Debian machine; idempotent.
 setup:
 	@bash scripts/setup.sh
+
+## servers: build the servers of the matrix (Redis 6.2.16, 7.4.1, Valkey 7.2.7, 8.0.1) from
+## the tarballs in $$HOLDFAST_SERVER_SOURCES (default ../shared/servers) into .cache/servers,
+## about a minute each, once; list them with Debian's redis-server.
+servers: setup
+	@bash scripts/servers.sh
+
+## test-servers: the integration tests on each of the five servers, two at a time, one
+## line of counts per server, then every skip with its reason (scripts/test-servers.sh;
+## about 15 minutes on 2 cores, plus the builds the first time).
+test-servers: setup
+	@GO='$(GO)' bash scripts/test-servers.sh
+
+## release-check: what a user runs against the published modules (go get, go mod tidy, build,
+## vet, go install …/cmd/holdfast@VERSION), in a new module, with the modules served at
+## v0.99.0 from a local file-system proxy after scripts/release.sh (scripts/release-check.sh;
+## about a minute).
+release-check:
+	@GO='$(GO)' bash scripts/release-check.sh
 
 ## bench: run the benchmark tool (about 4 minutes), then bench-semaphore, writing to $(BENCH_OUT),
 ## leaving the tracked docs/performance.md alone.
