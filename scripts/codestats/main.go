@@ -13,7 +13,7 @@
 //   - methods: methods per receiver type;
 //   - file cycle: files as nodes, an edge from A to B when A uses a name that B
 //     declares (resolved by go/types); the size of the largest strongly
-//     connected set;
+//     connected set (CODESTATS_EDGES=1 prints every edge with its names);
 //   - wait loops: functions with a for loop whose body has a select with a
 //     case on ctx.Done() (a hand-written wait);
 //   - payload literals: string literals "0" and "1", and comparisons of a
@@ -203,6 +203,7 @@ func (p *pkg) largestFileCycle() (int, []string) {
 	conf := types.Config{Importer: importer.ForCompiler(p.fset, "source", nil), Error: func(error) {}}
 	tp, _ := conf.Check(p.path, p.fset, files, info)
 	edges := map[string]map[string]bool{}
+	why := map[[2]string]map[string]bool{} // the names behind each edge
 	fileOf := func(pos token.Pos) string { return filepath.Base(p.fset.Position(pos).Filename) }
 	for id, obj := range info.Uses {
 		if obj == nil || obj.Pkg() != tp || !obj.Pos().IsValid() {
@@ -219,13 +220,23 @@ func (p *pkg) largestFileCycle() (int, []string) {
 			edges[from] = map[string]bool{}
 		}
 		edges[from][to] = true
+		if why[[2]string{from, to}] == nil {
+			why[[2]string{from, to}] = map[string]bool{}
+		}
+		why[[2]string{from, to}][obj.Name()] = true
 	}
 	if os.Getenv("CODESTATS_EDGES") != "" { // the graph, for finding what closes a cycle
-		for from, tos := range edges {
-			for to := range tos {
-				fmt.Printf("edge %s -> %s\n", from, to)
+		var lines []string
+		for e, names := range why {
+			var ns []string
+			for n := range names {
+				ns = append(ns, n)
 			}
+			sort.Strings(ns)
+			lines = append(lines, fmt.Sprintf("edge %s -> %s: %s", e[0], e[1], strings.Join(ns, " ")))
 		}
+		sort.Strings(lines)
+		fmt.Println(strings.Join(lines, "\n"))
 	}
 	return largestSCC(edges)
 }
