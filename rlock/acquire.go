@@ -31,7 +31,7 @@ func (c *Client) attempt(ctx context.Context, o *owner, lk *lockDef, lo lockOpti
 	a.Publish = c.publishCommand(ctx)
 	for try := 0; ; try++ {
 		if err := ctx.Err(); err != nil {
-			return nil, 0, notAcquired(ctx, name)
+			return nil, 0, waitEnded(ctx, name, true)
 		}
 		a.Expected = expected
 		sent := time.Now()

@@ -97,19 +97,34 @@ var (
 	ErrLatchDeleted = errors.New("rlock: latch deleted while awaited")
 )
 
-// notAcquired is the error of a wait that ended because ctx was done: it matches
-// both ErrNotAcquired and ctx.Err(), as documented for Lock and TryLock.
-func notAcquired(ctx context.Context, name string) error {
+// errWaitElapsed is the cause of a wait ended by TryLock's wait time.
+var errWaitElapsed = errors.New("wait time elapsed")
+
+// waitEnded is the error of a call on the object name whose ctx ended it (see
+// Client.waitContext): ErrClosed when Close ended it; for an acquisition, an
+// error matching ErrNotAcquired and, when TryLock's wait time ended it,
+// errWaitElapsed, else ctx.Err(), as Lock and TryLock document; for another
+// wait (a latch's Await), ctx.Err().
+func waitEnded(ctx context.Context, name string, acquiring bool) error {
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, ErrClosed):
+		return ErrClosed
+	case !acquiring:
+		return ctx.Err()
+	case errors.Is(cause, errWaitElapsed):
+		return fmt.Errorf("%w: %s: %w", ErrNotAcquired, quote(name), errWaitElapsed)
+	}
 	return fmt.Errorf("%w: %s: %w", ErrNotAcquired, quote(name), ctx.Err())
 }
 
-// gaveUp makes an error of a call during which ctx was done match ErrNotAcquired
-// as well as ctx.Err(), as documented for Lock and TryLock.
+// gaveUp makes the error of an acquisition during which ctx ended what
+// waitEnded says, unless it already matches ErrNotAcquired and ctx.Err().
 func gaveUp(ctx context.Context, name string, err error) error {
 	if err == nil || ctx.Err() == nil || errors.Is(err, ErrNotAcquired) && errors.Is(err, ctx.Err()) {
 		return err
 	}
-	return notAcquired(ctx, name)
+	return waitEnded(ctx, name, true)
 }
 
 // quote renders a lock name for error messages, cut to 64 bytes.

@@ -111,7 +111,7 @@ func (r *RedLock) lock(ctx context.Context, lo lockOptions) (*MultiLease, error)
 		watch: r.client().observedIn(ctx),
 	})
 	if err != nil && ctx.Err() != nil && !errors.Is(err, ErrNotAcquired) {
-		return nil, notAcquired(ctx, r.parts[0].name)
+		return nil, waitEnded(ctx, r.parts[0].name, true)
 	}
 	return l, err
 }
@@ -138,7 +138,7 @@ func (r *RedLock) round(ctx context.Context, lo lockOptions) (*MultiLease, error
 	}
 	giveBackAll(context.WithoutCancel(ctx), leases)
 	if err := ctx.Err(); err != nil {
-		return nil, notAcquired(ctx, r.parts[0].name)
+		return nil, waitEnded(ctx, r.parts[0].name, true)
 	}
 	return nil, fmt.Errorf("%w: %s: %d of %d primaries granted it, %v of its lease left (first refusal: %w)",
 		ErrNotAcquired, quote(r.parts[0].name), len(leases), len(r.parts), validity.Round(time.Millisecond), firstError(errs))

@@ -145,19 +145,13 @@ func (w syncWait[T]) run(ctx context.Context, o *syncObject) (T, error) {
 	return got, w.stopped(ctx, o, err)
 }
 
-// stopped returns err, or when ctx ended the wait the error that says so:
-// ErrClosed, or for an acquisition an error matching ErrNotAcquired and ctx's
-// error (see stopped), else ctx's error.
+// stopped returns err, or when ctx ended the wait the error that says so
+// (waitEnded).
 func (w syncWait[T]) stopped(ctx context.Context, o *syncObject, err error) error {
-	switch {
-	case err == nil || ctx.Err() == nil:
+	if err == nil || ctx.Err() == nil {
 		return err
-	case errors.Is(context.Cause(ctx), ErrClosed):
-		return ErrClosed
-	case w.acquiring:
-		return stopped(ctx, o.name)
 	}
-	return ctx.Err()
+	return waitEnded(ctx, o.name, w.acquiring)
 }
 
 // listen subscribes to a channel that announces releases, of a lock (the

@@ -11,8 +11,6 @@ import (
 	"github.com/holdfast-go/holdfast/pubsub"
 )
 
-// errWaitElapsed is the cause of a wait ended by TryLock's wait time.
-var errWaitElapsed = errors.New("wait time elapsed")
 
 // lock acquires lk for o, waiting when wait is set until deadline (zero: no
 // deadline) or ctx is done. When it fails because the lock is held, the error
@@ -121,7 +119,7 @@ func (c *Client) spin(ctx context.Context, lk *lockDef, o *owner, lo lockOptions
 		watch: c.observedIn(ctx),
 	})
 	if err != nil && ctx.Err() != nil {
-		return nil, stopped(ctx, lk.Name())
+		return nil, waitEnded(ctx, lk.Name(), true)
 	}
 	return l, err
 }
@@ -157,7 +155,7 @@ func (c *Client) wait(ctx context.Context, lk *lockDef, w *waiter, first time.Ti
 	case <-w.turn:
 		return c.lead(ctx, e, w)
 	case <-ctx.Done():
-		return c.leave(e, w, stopped(ctx, e.name))
+		return c.leave(e, w, waitEnded(ctx, e.name, true))
 	}
 }
 
@@ -182,7 +180,7 @@ func (c *Client) lead(ctx context.Context, e *lockEntry, w *waiter) (*Lease, err
 	case err == nil:
 		return l, nil
 	case ctx.Err() != nil:
-		return c.leave(e, w, stopped(ctx, e.name))
+		return c.leave(e, w, waitEnded(ctx, e.name, true))
 	}
 	return c.leave(e, w, err)
 }
@@ -257,13 +255,3 @@ func (c *Client) expiry(ttl time.Duration) time.Time {
 	return time.Now().Add(max(ttl, time.Millisecond)) // the key expires within the millisecond
 }
 
-// stopped is the error of a wait ended by ctx (see waitContext).
-func stopped(ctx context.Context, name string) error {
-	switch cause := context.Cause(ctx); {
-	case errors.Is(cause, ErrClosed):
-		return ErrClosed
-	case errors.Is(cause, errWaitElapsed):
-		return fmt.Errorf("%w: %s: %w", ErrNotAcquired, quote(name), errWaitElapsed)
-	}
-	return notAcquired(ctx, name)
-}

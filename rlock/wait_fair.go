@@ -68,7 +68,7 @@ func (c *Client) takeTurn(ctx context.Context, e *lockEntry, w *waiter) (*Lease,
 		watch: c.observedIn(ctx),
 	})
 	if err != nil && ctx.Err() != nil {
-		return nil, stopped(ctx, e.name)
+		return nil, waitEnded(ctx, e.name, true)
 	}
 	return l, err
 }
@@ -81,7 +81,7 @@ func (c *Client) subscribeWaiter(ctx context.Context, e *lockEntry, w *waiter) (
 	case errors.Is(err, pubsub.ErrClosed):
 		return nil, ErrClosed
 	case err != nil && ctx.Err() != nil:
-		return nil, stopped(ctx, e.name)
+		return nil, waitEnded(ctx, e.name, true)
 	case err != nil:
 		return nil, fmt.Errorf("rlock: subscribe to %s: %w", quote(e.name), err)
 	}
