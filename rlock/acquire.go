@@ -15,8 +15,8 @@ import (
 // an error matching ErrNotAcquired and the holder's remaining lease (-1: none).
 func (c *Client) attempt(ctx context.Context, o *owner, lk *lockDef, lo lockOptions) (*Lease, time.Duration, error) {
 	name := lk.Name()
-	o.begin(lockRef{c.id, name})
-	defer o.end(lockRef{c.id, name})
+	o.lockCalls(lockRef{c.id, name})
+	defer o.unlockCalls(lockRef{c.id, name})
 	c.mu.Lock()
 	if c.ctx.Err() != nil {
 		c.mu.Unlock()
@@ -86,7 +86,7 @@ func (c *Client) acquired(o *owner, lk *lockDef, a lua.AcquireArgs, lo lockOptio
 	c.mu.Unlock()
 	c.undoAcquire(a)
 	if errors.Is(err, ErrLockLost) {
-		c.reportLost(lk.seen, lk.Name(), err)
+		c.obs.lost(lk.seen, lk.Name(), err)
 	}
 	return nil, err
 }
@@ -115,7 +115,7 @@ func (c *Client) adopt(o *owner, lk *lockDef, count int64) error {
 	}
 	c.mu.Unlock()
 	if lost != nil {
-		c.reportLost(lk.seen, lk.Name(), lost)
+		c.obs.lost(lk.seen, lk.Name(), lost)
 	}
 	return lost
 }

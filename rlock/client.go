@@ -76,7 +76,7 @@ func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 		rdb:       rdb,
 		id:        uuid.NewString(),
 		opts:      o,
-		obs:       newObservers(o.observer),
+		obs:       newObservers(o),
 		latchTTL:  lua.NewMillis(retryWindow(rdb)),
 		deadlines: honoursDeadlines(rdb),
 		watched:   lua.NewMillis(o.watchdogTimeout),
@@ -299,6 +299,52 @@ func retryWindow(rdb redis.UniversalClient) time.Duration {
 	}
 	w := time.Duration(max(retries, 0)+1)*(timeout+max(backoff, 0)) + time.Second
 	return min(w, 5*time.Minute)
+}
+
+// listen subscribes to a channel that announces releases, of a lock (the
+// backend's subscribe) or of a synchronizer: SSUBSCRIBE where the scripts
+// SPUBLISH (a Redis 7 Cluster), else SUBSCRIBE.
+func (c *Client) listen(ctx context.Context, channel string, wake pubsub.WakePolicy) (subscription, error) {
+	subscribe := c.hub.Subscribe
+	if c.shardedPubSub(ctx) {
+		subscribe = c.hub.SSubscribe
+	}
+	s, err := subscribe(ctx, channel, wake)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// releaseContext returns the context of a release: ctx's values without its
+// cancellation, bounded by the client's release timeout. An Unlock deferred
+// with a ctx that has ended (a request's, whose client went away) must still
+// release, or the lock would stay held, and renewed, for as long as the process
+// lives. When go-redis does not apply ctx deadlines to its sockets, its own
+// timeouts bound the release and a deadline would only cost allocations on the
+// hot path: the ctx is then only detached, and not even that when it cannot be
+// cancelled.
+func (c *Client) releaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	switch {
+	case c.deadlines:
+		return context.WithTimeout(context.WithoutCancel(ctx), c.opts.releaseTimeout)
+	case ctx.Done() != nil:
+		return context.WithoutCancel(ctx), func() {}
+	}
+	return ctx, func() {}
+}
+
+// waitContext returns ctx, also ended by the deadline (zero: none) and by Close;
+// stop releases its resources.
+func (c *Client) waitContext(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	unhook := context.AfterFunc(c.ctx, func() { cancel(ErrClosed) })
+	stop := func() { unhook(); cancel(nil) }
+	if deadline.IsZero() {
+		return ctx, stop
+	}
+	ctx, cancelTimer := context.WithDeadlineCause(ctx, deadline, errWaitElapsed)
+	return ctx, func() { cancelTimer(); stop() }
 }
 
 // lockWake is the locks' wake policy for their release channels (Redisson's):

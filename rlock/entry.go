@@ -161,7 +161,7 @@ func (e *lockEntry) ended(h *hold, err error) bool {
 		return false
 	}
 	for _, l := range h.leases {
-		l.end(err)
+		l.ended.end(err)
 	}
 	h.leases = h.leasesBuf[:0]
 	h.count = 0

@@ -76,8 +76,8 @@ func WithPermitLease(d time.Duration) PermitOption {
 // permits are held until Permits.Release, or until their lease runs out
 // (WithPermitLease), or while the watchdog renews them.
 func (s *ExpirableSemaphore) Acquire(ctx context.Context, n int64, opts ...PermitOption) (_ *Permits, err error) {
-	ctx, ob := s.o.begin(ctx, observe.OpAcquire)
-	defer ob.end(&err)
+	ctx, ob := s.o.startCall(ctx, observe.OpAcquire)
+	defer ob.endCall(&err)
 	var o permitOptions
 	for _, f := range opts {
 		f(&o)
@@ -89,8 +89,8 @@ func (s *ExpirableSemaphore) Acquire(ctx context.Context, n int64, opts ...Permi
 // as soon as they are within that time; otherwise it returns an error matching
 // ErrNotAcquired.
 func (s *ExpirableSemaphore) TryAcquire(ctx context.Context, n int64, opts ...TryPermitOption) (_ *Permits, err error) {
-	ctx, ob := s.o.begin(ctx, observe.OpTryAcquire)
-	defer ob.end(&err)
+	ctx, ob := s.o.startCall(ctx, observe.OpTryAcquire)
+	defer ob.endCall(&err)
 	var o permitOptions
 	for _, f := range opts {
 		f.applyTryPermit(&o)
@@ -166,8 +166,8 @@ func (s *ExpirableSemaphore) attempt(ctx context.Context, ids []string, lease ti
 // permit is released here learns it at its next renewal and ends with
 // ErrPermitLost.
 func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) (err error) {
-	ctx, ob := s.o.begin(ctx, observe.OpRelease)
-	defer ob.end(&err)
+	ctx, ob := s.o.startCall(ctx, observe.OpRelease)
+	defer ob.endCall(&err)
 	raw, err := s.rawIDs(ids)
 	if err != nil {
 		return err

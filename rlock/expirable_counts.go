@@ -15,8 +15,8 @@ import (
 // it (Redisson's updateLeaseTime). A permit this client's watchdog renews gets
 // the watchdog's lease back at its next renewal.
 func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease time.Duration) (_ bool, err error) {
-	ctx, ob := s.o.begin(ctx, observe.OpUpdateLease)
-	defer ob.end(&err)
+	ctx, ob := s.o.startCall(ctx, observe.OpUpdateLease)
+	defer ob.endCall(&err)
 	raw, err := s.rawIDs([]string{id})
 	if err != nil {
 		return false, err
@@ -38,8 +38,8 @@ func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease t
 // getLeaseTime). A permit the semaphore does not hold gives an error matching
 // ErrNoSuchPermit.
 func (s *ExpirableSemaphore) LeaseTime(ctx context.Context, id string) (_ time.Duration, err error) {
-	ctx, ob := s.o.begin(ctx, observe.OpLeaseTime)
-	defer ob.end(&err)
+	ctx, ob := s.o.startCall(ctx, observe.OpLeaseTime)
+	defer ob.endCall(&err)
 	raw, err := s.rawIDs([]string{id})
 	if err != nil {
 		return 0, err
@@ -62,15 +62,15 @@ func (s *ExpirableSemaphore) LeaseTime(ctx context.Context, id string) (_ time.D
 // ones: 0 for a semaphore that does not exist; negative after SetPermits or
 // AddPermits took more than there were.
 func (s *ExpirableSemaphore) AvailablePermits(ctx context.Context) (_ int64, err error) {
-	ctx, ob := s.o.begin(ctx, observe.OpAvailablePermits)
-	defer ob.end(&err)
+	ctx, ob := s.o.startCall(ctx, observe.OpAvailablePermits)
+	defer ob.endCall(&err)
 	return s.count(ctx, lua.CountAvailable)
 }
 
 // AcquiredPermits returns the permits acquired and not expired.
 func (s *ExpirableSemaphore) AcquiredPermits(ctx context.Context) (_ int64, err error) {
-	ctx, ob := s.o.begin(ctx, observe.OpAcquiredPermits)
-	defer ob.end(&err)
+	ctx, ob := s.o.startCall(ctx, observe.OpAcquiredPermits)
+	defer ob.endCall(&err)
 	return s.count(ctx, lua.CountAcquired)
 }
 
@@ -78,8 +78,8 @@ func (s *ExpirableSemaphore) AcquiredPermits(ctx context.Context) (_ int64, err 
 // reclaiming the expired ones: 0 for a semaphore that does not exist, whatever
 // permits are still recorded (Redisson's getPermits).
 func (s *ExpirableSemaphore) Permits(ctx context.Context) (_ int64, err error) {
-	ctx, ob := s.o.begin(ctx, observe.OpPermits)
-	defer ob.end(&err)
+	ctx, ob := s.o.startCall(ctx, observe.OpPermits)
+	defer ob.endCall(&err)
 	return s.count(ctx, lua.CountTotal)
 }
 
@@ -98,8 +98,8 @@ func (s *ExpirableSemaphore) count(ctx context.Context, what string) (int64, err
 // initialise a semaphore that many processes share: SetPermits on every start
 // drives the count wrong when permits are out.
 func (s *ExpirableSemaphore) SetPermits(ctx context.Context, n int64) (err error) {
-	ctx, ob := s.o.begin(ctx, observe.OpSetPermits)
-	defer ob.end(&err)
+	ctx, ob := s.o.startCall(ctx, observe.OpSetPermits)
+	defer ob.endCall(&err)
 	if err := s.checkTotal(n); err != nil {
 		return err
 	}
@@ -109,8 +109,8 @@ func (s *ExpirableSemaphore) SetPermits(ctx context.Context, n int64) (err error
 // TrySetPermits creates the semaphore with n permits (n >= 0) if it does not
 // exist and reports whether it did; n is published.
 func (s *ExpirableSemaphore) TrySetPermits(ctx context.Context, n int64) (_ bool, err error) {
-	ctx, ob := s.o.begin(ctx, observe.OpTrySetPermits)
-	defer ob.end(&err)
+	ctx, ob := s.o.startCall(ctx, observe.OpTrySetPermits)
+	defer ob.endCall(&err)
 	if err := s.checkTotal(n); err != nil {
 		return false, err
 	}
@@ -131,8 +131,8 @@ func (s *ExpirableSemaphore) checkTotal(n int64) error {
 // AddPermits adds delta (of any sign) to the available permits; a positive
 // delta is published (Redisson's addPermits).
 func (s *ExpirableSemaphore) AddPermits(ctx context.Context, delta int64) (err error) {
-	ctx, ob := s.o.begin(ctx, observe.OpAddPermits)
-	defer ob.end(&err)
+	ctx, ob := s.o.startCall(ctx, observe.OpAddPermits)
+	defer ob.endCall(&err)
 	if err := s.o.check(); err != nil {
 		return err
 	}
@@ -144,8 +144,8 @@ func (s *ExpirableSemaphore) AddPermits(ctx context.Context, delta int64) (err e
 // reports whether it existed. Handles of its permits end with ErrPermitLost at
 // their next renewal; waiters keep waiting.
 func (s *ExpirableSemaphore) Delete(ctx context.Context) (_ bool, err error) {
-	ctx, ob := s.o.begin(ctx, observe.OpDelete)
-	defer ob.end(&err)
+	ctx, ob := s.o.startCall(ctx, observe.OpDelete)
+	defer ob.endCall(&err)
 	if err := s.o.check(); err != nil {
 		return false, err
 	}

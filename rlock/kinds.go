@@ -95,8 +95,8 @@ func (c *Client) NewFencedMutex(name string) *FencedMutex {
 // Token returns the lock's latest fencing token, without acquiring: 0 when none
 // was ever taken (Redisson's getToken).
 func (m *FencedMutex) Token(ctx context.Context) (_ int64, err error) {
-	ctx, ob := m.begin(ctx, observe.OpToken)
-	defer ob.end(&err)
+	ctx, ob := m.startCall(ctx, observe.OpToken)
+	defer ob.endCall(&err)
 	if err := m.check(); err != nil {
 		return 0, err
 	}

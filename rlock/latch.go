@@ -40,8 +40,8 @@ func (l *CountDownLatch) Name() string { return l.o.name }
 // TrySetCount sets the count to n (n >= 1) if the latch is not set, and
 // reports whether it did (Redisson's trySetCount).
 func (l *CountDownLatch) TrySetCount(ctx context.Context, n int64) (_ bool, err error) {
-	ctx, ob := l.o.begin(ctx, observe.OpTrySetCount)
-	defer ob.end(&err)
+	ctx, ob := l.o.startCall(ctx, observe.OpTrySetCount)
+	defer ob.endCall(&err)
 	if err := l.o.check(); err != nil {
 		return false, err
 	}
@@ -57,8 +57,8 @@ func (l *CountDownLatch) TrySetCount(ctx context.Context, n int64) (_ bool, err 
 // not set it does nothing. A call go-redis sends again after a lost reply
 // counts once.
 func (l *CountDownLatch) CountDown(ctx context.Context) (err error) {
-	ctx, ob := l.o.begin(ctx, observe.OpCountDown)
-	defer ob.end(&err)
+	ctx, ob := l.o.startCall(ctx, observe.OpCountDown)
+	defer ob.endCall(&err)
 	if err := l.o.check(); err != nil {
 		return err
 	}
@@ -68,8 +68,8 @@ func (l *CountDownLatch) CountDown(ctx context.Context) (err error) {
 
 // Count returns the count: 0 when the latch is open or not set.
 func (l *CountDownLatch) Count(ctx context.Context) (_ int64, err error) {
-	ctx, ob := l.o.begin(ctx, observe.OpCount)
-	defer ob.end(&err)
+	ctx, ob := l.o.startCall(ctx, observe.OpCount)
+	defer ob.endCall(&err)
 	if err := l.o.check(); err != nil {
 		return 0, err
 	}
@@ -80,8 +80,8 @@ func (l *CountDownLatch) Count(ctx context.Context) (_ int64, err error) {
 // Delete deletes the latch and reports whether it was set. Awaiters in
 // holdfast clients return ErrLatchDeleted; Java's keep waiting.
 func (l *CountDownLatch) Delete(ctx context.Context) (_ bool, err error) {
-	ctx, ob := l.o.begin(ctx, observe.OpDelete)
-	defer ob.end(&err)
+	ctx, ob := l.o.startCall(ctx, observe.OpDelete)
+	defer ob.endCall(&err)
 	if err := l.o.check(); err != nil {
 		return false, err
 	}
@@ -99,8 +99,8 @@ func (l *CountDownLatch) Delete(ctx context.Context) (_ bool, err error) {
 // delete (or set) message heard with no opening message, and the key gone. A
 // delete whose message is lost reads as an opening: the key is gone either way.
 func (l *CountDownLatch) Await(ctx context.Context) (err error) {
-	ctx, ob := l.o.begin(ctx, observe.OpAwait)
-	defer ob.end(&err)
+	ctx, ob := l.o.startCall(ctx, observe.OpAwait)
+	defer ob.endCall(&err)
 	if err := l.o.check(); err != nil {
 		return err
 	}

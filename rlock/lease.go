@@ -87,8 +87,8 @@ func (l *Lease) Err() error {
 // the same release again, which frees the lock at once if Redis answers (a first
 // try that ran is recognised): nil when it does.
 func (l *Lease) Unlock(ctx context.Context) (err error) {
-	ctx, ob := l.begin(ctx, observe.OpLeaseUnlock)
-	defer ob.end(&err)
+	ctx, ob := l.startCall(ctx, observe.OpLeaseUnlock)
+	defer ob.endCall(&err)
 	return l.unlock(ctx)
 }
 
@@ -101,10 +101,7 @@ func (l *Lease) unlock(ctx context.Context) error {
 	return err
 }
 
-// begin starts reporting a public call of op on l (see Client.begin).
-func (l *Lease) begin(ctx context.Context, op observe.Op) (context.Context, *observed) {
-	return l.c.begin(ctx, l.h.e.lk.seen, op, l.h.e.name)
+// startCall starts reporting a public call of op on l (see Client.begin).
+func (l *Lease) startCall(ctx context.Context, op observe.Op) (context.Context, *observed) {
+	return l.c.obs.startCall(ctx, l.h.e.lk.seen, op, l.h.e.name)
 }
-
-// end ends the lease with err, once. c.mu must be held.
-func (l *Lease) end(err error) { l.ended.end(err) }

@@ -41,8 +41,8 @@ func NewMultiLock(mutexes ...*Mutex) *MultiLock {
 // Without an owner in ctx, the parts are taken for one fresh owner, so that a
 // name listed twice is re-entered rather than waited for.
 func (m *MultiLock) Lock(ctx context.Context, opts ...LockOption) (_ *MultiLease, err error) {
-	ctx, ob := m.begin(ctx, observe.OpLock)
-	defer ob.end(&err)
+	ctx, ob := m.startCall(ctx, observe.OpLock)
+	defer ob.endCall(&err)
 	return m.take(ctx, func(ctx context.Context, p *Mutex) (*Lease, error) { return p.Lock(ctx, opts...) })
 }
 
@@ -50,8 +50,8 @@ func (m *MultiLock) Lock(ctx context.Context, opts ...LockOption) (_ *MultiLease
 // to that time for all of them together. When a part cannot be taken it gives
 // back those it took and returns an error matching ErrNotAcquired.
 func (m *MultiLock) TryLock(ctx context.Context, opts ...TryLockOption) (_ *MultiLease, err error) {
-	ctx, ob := m.begin(ctx, observe.OpTryLock)
-	defer ob.end(&err)
+	ctx, ob := m.startCall(ctx, observe.OpTryLock)
+	defer ob.endCall(&err)
 	lo, err := newTryLockOptions(opts)
 	if err != nil {
 		return nil, err
@@ -66,22 +66,22 @@ func (m *MultiLock) TryLock(ctx context.Context, opts ...TryLockOption) (_ *Mult
 	return m.take(ctx, func(ctx context.Context, p *Mutex) (*Lease, error) { return p.tryLock(ctx, lo) })
 }
 
-// begin starts reporting a public call of op on m, to the observer of its
+// startCall starts reporting a public call of op on m, to the observer of its
 // first part's client.
-func (m *MultiLock) begin(ctx context.Context, op observe.Op) (context.Context, *observed) {
+func (m *MultiLock) startCall(ctx context.Context, op observe.Op) (context.Context, *observed) {
 	if len(m.parts) == 0 {
 		return ctx, nil
 	}
-	return m.parts[0].c.begin(ctx, observe.KindMultiLock, op, m.parts[0].name)
+	return m.parts[0].c.obs.startCall(ctx, observe.KindMultiLock, op, m.parts[0].name)
 }
 
-// begin starts reporting a public call of op on l, to the observer of its
+// startCall starts reporting a public call of op on l, to the observer of its
 // first part's client.
-func (l *MultiLease) begin(ctx context.Context, op observe.Op) (context.Context, *observed) {
+func (l *MultiLease) startCall(ctx context.Context, op observe.Op) (context.Context, *observed) {
 	if len(l.parts) == 0 {
 		return ctx, nil
 	}
-	return l.parts[0].c.begin(ctx, l.kind, op, l.parts[0].Name())
+	return l.parts[0].c.obs.startCall(ctx, l.kind, op, l.parts[0].Name())
 }
 
 // take takes the parts in order with lock, or none.
@@ -180,8 +180,8 @@ func (l *MultiLease) Err() error {
 // not confirmed ends anyway (ErrUnlockUnconfirmed): calling Unlock again sends
 // its release again and skips the parts already given back.
 func (l *MultiLease) Unlock(ctx context.Context) (err error) {
-	ctx, ob := l.begin(ctx, observe.OpLeaseUnlock)
-	defer ob.end(&err)
+	ctx, ob := l.startCall(ctx, observe.OpLeaseUnlock)
+	defer ob.endCall(&err)
 	var errs []error
 	for i := len(l.parts) - 1; i >= 0; i-- {
 		p := l.parts[i]

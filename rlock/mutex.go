@@ -57,8 +57,8 @@ func (m *Mutex) Name() string { return m.name }
 // empty name or a negative duration (before any round trip), and wrapped Redis
 // errors. A call that fails leaves no hold, subscription or renewal behind.
 func (m *Mutex) TryLock(ctx context.Context, opts ...TryLockOption) (_ *Lease, err error) {
-	ctx, ob := m.begin(ctx, observe.OpTryLock)
-	defer ob.end(&err)
+	ctx, ob := m.startCall(ctx, observe.OpTryLock)
+	defer ob.endCall(&err)
 	lo, err := newTryLockOptions(opts)
 	if err != nil {
 		return nil, err
@@ -99,8 +99,8 @@ func (m *Mutex) tryLock(ctx context.Context, lo lockOptions) (*Lease, error) {
 // unless its ctx carries the holder's owner (see WithOwner). The other errors
 // are those of TryLock.
 func (m *Mutex) Lock(ctx context.Context, opts ...LockOption) (_ *Lease, err error) {
-	ctx, ob := m.begin(ctx, observe.OpLock)
-	defer ob.end(&err)
+	ctx, ob := m.startCall(ctx, observe.OpLock)
+	defer ob.endCall(&err)
 	lo, err := newLockOptions(opts)
 	if err != nil {
 		return nil, err
@@ -121,8 +121,8 @@ func (m *Mutex) lock(ctx context.Context, lo lockOptions) (*Lease, error) {
 // returns an error matching ErrNotHeld, and changes nothing, when the owner holds
 // no lease of this lock (or ctx has no owner). See Lease.Unlock.
 func (m *Mutex) Unlock(ctx context.Context) (err error) {
-	ctx, ob := m.begin(ctx, observe.OpUnlock)
-	defer ob.end(&err)
+	ctx, ob := m.startCall(ctx, observe.OpUnlock)
+	defer ob.endCall(&err)
 	if m.bad != nil {
 		return m.bad
 	}
@@ -151,8 +151,8 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 // count) and a read/write lock's "mode" ("read" or "write"); Redisson would
 // delete it.
 func (m *Mutex) ForceUnlock(ctx context.Context) (_ bool, err error) {
-	ctx, ob := m.begin(ctx, observe.OpForceUnlock)
-	defer ob.end(&err)
+	ctx, ob := m.startCall(ctx, observe.OpForceUnlock)
+	defer ob.endCall(&err)
 	if err := m.check(); err != nil {
 		return false, err
 	}
@@ -178,8 +178,8 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (_ bool, err error) {
 
 // IsLocked reports whether any owner, of any client, holds the lock.
 func (m *Mutex) IsLocked(ctx context.Context) (_ bool, err error) {
-	ctx, ob := m.begin(ctx, observe.OpIsLocked)
-	defer ob.end(&err)
+	ctx, ob := m.startCall(ctx, observe.OpIsLocked)
+	defer ob.endCall(&err)
 	in, err := m.inspect(ctx, "")
 	return in.Locked, err
 }
@@ -187,8 +187,8 @@ func (m *Mutex) IsLocked(ctx context.Context) (_ bool, err error) {
 // IsHeld reports whether ctx's owner holds the lock (Redisson's
 // isHeldByCurrentThread). It is false for a ctx without an owner.
 func (m *Mutex) IsHeld(ctx context.Context) (_ bool, err error) {
-	ctx, ob := m.begin(ctx, observe.OpIsHeld)
-	defer ob.end(&err)
+	ctx, ob := m.startCall(ctx, observe.OpIsHeld)
+	defer ob.endCall(&err)
 	n, err := m.holdCount(ctx)
 	return n > 0, err
 }
@@ -196,8 +196,8 @@ func (m *Mutex) IsHeld(ctx context.Context) (_ bool, err error) {
 // HoldCount returns how many times ctx's owner holds the lock, as recorded in
 // Redis (Redisson's getHoldCount); 0 for a ctx without an owner.
 func (m *Mutex) HoldCount(ctx context.Context) (_ int, err error) {
-	ctx, ob := m.begin(ctx, observe.OpHoldCount)
-	defer ob.end(&err)
+	ctx, ob := m.startCall(ctx, observe.OpHoldCount)
+	defer ob.endCall(&err)
 	return m.holdCount(ctx)
 }
 
@@ -214,8 +214,8 @@ func (m *Mutex) holdCount(ctx context.Context) (int, error) {
 // RemainTTL returns the lock's remaining time to live (Redisson's
 // remainTimeToLive): NotLocked when it is free, NoExpiry when it has no expiry.
 func (m *Mutex) RemainTTL(ctx context.Context) (_ time.Duration, err error) {
-	ctx, ob := m.begin(ctx, observe.OpRemainTTL)
-	defer ob.end(&err)
+	ctx, ob := m.startCall(ctx, observe.OpRemainTTL)
+	defer ob.endCall(&err)
 	in, err := m.inspect(ctx, "")
 	if err != nil || !in.Locked {
 		return NotLocked, err
@@ -234,9 +234,9 @@ func (m *Mutex) inspect(ctx context.Context, field string) (lua.Inspection, erro
 	return in, nil
 }
 
-// begin starts reporting a public call of op on m (see Client.begin).
-func (m *Mutex) begin(ctx context.Context, op observe.Op) (context.Context, *observed) {
-	return m.c.begin(ctx, m.lk.seen, op, m.name)
+// startCall starts reporting a public call of op on m (see Client.begin).
+func (m *Mutex) startCall(ctx context.Context, op observe.Op) (context.Context, *observed) {
+	return m.c.obs.startCall(ctx, m.lk.seen, op, m.name)
 }
 
 func (m *Mutex) check() error {

@@ -10,23 +10,27 @@ import (
 	"github.com/holdfast-go/holdfast/watchdog"
 )
 
-// observers is the client's observer (WithObserver) and the optional
-// interfaces it implements, found once by New. All nil when none is installed:
-// every report then costs a nil check.
+// observers is who hears of the client's calls and holds: its observer
+// (WithObserver) and the optional interfaces it implements, found once by New,
+// and for lost holds its logger (WithLogger) and hook (WithOnLost). The
+// observer's fields are all nil when none is installed: every report then
+// costs a nil check. A nil *observers (no client: a RedLock without parts)
+// reports nothing.
 type observers struct {
-	calls observe.Observer
-	holds observe.HoldObserver
-	waits observe.WaitObserver
+	calls  observe.Observer
+	holds  observe.HoldObserver
+	waits  observe.WaitObserver
+	log    *slog.Logger
+	onLost func(name string, err error)
 }
 
-// newObservers looks up the optional interfaces of o.
-func newObservers(o observe.Observer) observers {
-	if o == nil {
-		return observers{}
+// newObservers looks up the optional interfaces of the client's observer.
+func newObservers(o clientOptions) observers {
+	obs := observers{calls: o.observer, log: o.logger, onLost: o.onLost}
+	if o.observer != nil {
+		obs.holds, _ = o.observer.(observe.HoldObserver)
+		obs.waits, _ = o.observer.(observe.WaitObserver)
 	}
-	obs := observers{calls: o}
-	obs.holds, _ = o.(observe.HoldObserver)
-	obs.waits, _ = o.(observe.WaitObserver)
 	return obs
 }
 
@@ -87,22 +91,22 @@ func (o *observed) Value(key any) any {
 	return o.Context.Value(key)
 }
 
-// begin starts reporting a public call of op on the object name of kind k, and
-// returns the ctx the call goes on with. With no observer installed (or no
-// client: a MultiLock without parts) it returns ctx itself and nil.
-func (c *Client) begin(ctx context.Context, k observe.Kind, op observe.Op, name string) (context.Context, *observed) {
-	if c == nil || c.obs.calls == nil {
+// startCall starts reporting a public call of op on the object name of kind
+// k, and returns the ctx the call goes on with. With no observer installed (or
+// none at all: a MultiLock without parts) it returns ctx itself and nil.
+func (obs *observers) startCall(ctx context.Context, k observe.Kind, op observe.Op, name string) (context.Context, *observed) {
+	if obs == nil || obs.calls == nil {
 		return ctx, nil
 	}
-	o := &observed{obs: &c.obs, call: observe.Call{Kind: k, Op: op, Name: name, Start: time.Now()}}
+	o := &observed{obs: obs, call: observe.Call{Kind: k, Op: op, Name: name, Start: time.Now()}}
 	o.parent, _ = ctx.Value(observedKey{}).(*observed)
-	o.Context = c.obs.calls.Start(ctx, o.call)
+	o.Context = obs.calls.Start(ctx, o.call)
 	return o, o
 }
 
-// end reports the end of the call, whose error is *err; deferred with the
+// endCall reports the end of the call, whose error is *err; deferred with the
 // call's named error result.
-func (o *observed) end(err *error) {
+func (o *observed) endCall(err *error) {
 	if o == nil {
 		return
 	}
@@ -114,8 +118,8 @@ func (o *observed) end(err *error) {
 
 // observedIn returns the observed call ctx belongs to, or nil (always nil
 // without an observer: no ctx lookup).
-func (c *Client) observedIn(ctx context.Context) *observed {
-	if c == nil || c.obs.calls == nil {
+func (obs *observers) observedIn(ctx context.Context) *observed {
+	if obs == nil || obs.calls == nil {
 		return nil
 	}
 	o, _ := ctx.Value(observedKey{}).(*observed)
@@ -187,18 +191,18 @@ func holdOutcomeOf(err error) observe.HoldOutcome {
 // holdStarted reports a hold that began with an acquisition sent at sent,
 // and returns what holdEnded reports of it: nil without a HoldObserver, so
 // that an unobserved hold carries one pointer.
-func (c *Client) holdStarted(k observe.Kind, name string, sent time.Time) *observe.Hold {
-	if c.obs.holds == nil {
+func (obs *observers) holdStarted(k observe.Kind, name string, sent time.Time) *observe.Hold {
+	if obs.holds == nil {
 		return nil
 	}
 	h := &observe.Hold{Kind: k, Name: name, Start: sent}
-	c.obs.holds.HoldStart(*h)
+	obs.holds.HoldStart(*h)
 	return h
 }
 
 // holdEnded reports the end of the hold h (nil: not observed) with the reason
 // err.
-func (c *Client) holdEnded(h *observe.Hold, err error) {
+func (obs *observers) holdEnded(h *observe.Hold, err error) {
 	if h == nil {
 		return
 	}
@@ -206,5 +210,18 @@ func (c *Client) holdEnded(h *observe.Hold, err error) {
 	if outcome == observe.HoldReleased {
 		err = nil
 	}
-	c.obs.holds.HoldEnd(*h, outcome, err)
+	obs.holds.HoldEnd(*h, outcome, err)
+}
+
+// lost logs a lost hold of the object name of kind k (the observer's event
+// and attributes) and calls the client's hook (WithOnLost). The client's
+// mutex must not be held.
+func (obs *observers) lost(k observe.Kind, name string, err error) {
+	if obs.log != nil {
+		obs.log.Warn(observe.EventHoldEnd, observe.AttrKind, k.String(), observe.AttrName, name,
+			observe.AttrOutcome, holdOutcomeOf(err).String(), "error", err)
+	}
+	if obs.onLost != nil {
+		obs.onLost(name, err)
+	}
 }

@@ -72,6 +72,21 @@ func WithRenewInterval(d time.Duration) ClientOption {
 	return func(o *clientOptions) { o.renewInterval = d }
 }
 
+// DefaultRecheckInterval bounds every sleep of a semaphore's or a latch's
+// waiter between two looks at Redis, when WithRecheckInterval is not given.
+const DefaultRecheckInterval = time.Second
+
+// WithRecheckInterval sets how long a waiter of a Semaphore, an
+// ExpirableSemaphore or a CountDownLatch sleeps at most between two looks at
+// Redis when no message wakes it: the bound on the delay a lost release message
+// (a pub/sub connection lost at the wrong moment, a count written without a
+// publish) can cause. Redisson's waiters on these objects have no such bound.
+// Lock waiters are bounded by the holder's lease instead. Default:
+// DefaultRecheckInterval.
+func WithRecheckInterval(d time.Duration) ClientOption {
+	return func(o *clientOptions) { o.recheck = d }
+}
+
 // WithLogger makes the client log lost locks and failed renewals. Default: silent.
 func WithLogger(l *slog.Logger) ClientOption {
 	return func(o *clientOptions) { o.logger = l }

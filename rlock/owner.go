@@ -103,9 +103,11 @@ type lockRef struct {
 	name   string
 }
 
-// begin waits until no other call of the owner on the lock is in flight, and
-// marks this one. end must follow.
-func (o *owner) begin(lock lockRef) {
+// lockCalls waits until no other call of the owner on the lock is in flight,
+// and marks this one: the owner's calls on one lock are serialised, so that the
+// hold count it sends is never stale because of its own concurrency.
+// unlockCalls must follow.
+func (o *owner) lockCalls(lock lockRef) {
 	o.mu.Lock()
 	for slices.Contains(o.busy, lock) {
 		o.idle.Wait()
@@ -114,8 +116,8 @@ func (o *owner) begin(lock lockRef) {
 	o.mu.Unlock()
 }
 
-// end marks the owner's call on the lock finished.
-func (o *owner) end(lock lockRef) {
+// unlockCalls marks the owner's call on the lock finished.
+func (o *owner) unlockCalls(lock lockRef) {
 	o.mu.Lock()
 	if i := slices.Index(o.busy, lock); i >= 0 {
 		o.busy = slices.Delete(o.busy, i, i+1)

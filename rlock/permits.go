@@ -44,7 +44,7 @@ func (c *Client) grantPermits(ctx context.Context, s *ExpirableSemaphore, ids []
 	c.mu.Lock()
 	closed := c.ctx.Err() != nil
 	if !closed {
-		p.seen = c.holdStarted(observe.KindExpirableSemaphore, s.o.name, sent) // before the watchdog may end p
+		p.seen = c.obs.holdStarted(observe.KindExpirableSemaphore, s.o.name, sent) // before the watchdog may end p
 		p.mu.Lock()
 		for _, id := range ids {
 			p.holds = append(p.holds, c.wd.Watch(lua.PermitRenewal(s.o.name, id), deadline, lease == 0, p.lose))
@@ -119,7 +119,7 @@ func (p *Permits) lose(reason error) {
 	c := p.s.o.c
 	err := fmt.Errorf("%w: semaphore %s: permits %v: %w", ErrPermitLost, quote(p.s.o.name), p.IDs(), reason)
 	if p.finish(err) {
-		c.reportLost(observe.KindExpirableSemaphore, p.s.o.name, err)
+		c.obs.lost(observe.KindExpirableSemaphore, p.s.o.name, err)
 	}
 }
 
@@ -131,7 +131,7 @@ func (p *Permits) finish(err error) bool {
 	}
 	p.stopHolds()
 	c := p.s.o.c
-	c.holdEnded(p.seen, err)
+	c.obs.holdEnded(p.seen, err)
 	c.mu.Lock()
 	delete(c.permits, p)
 	c.mu.Unlock()
@@ -148,8 +148,8 @@ func (p *Permits) finish(err error) bool {
 // longer renewed and return to the pool within their lease); Release may be
 // called again to resend it.
 func (p *Permits) Release(ctx context.Context) (err error) {
-	ctx, ob := p.begin(ctx, observe.OpPermitsRelease)
-	defer ob.end(&err)
+	ctx, ob := p.startCall(ctx, observe.OpPermitsRelease)
+	defer ob.endCall(&err)
 	p.checkDeadline()
 	if !p.claim() {
 		return fmt.Errorf("%w: %w", ErrNoSuchPermit, p.ended.Err())
@@ -174,9 +174,9 @@ func (p *Permits) Release(ctx context.Context) (err error) {
 	return err
 }
 
-// begin starts reporting a public call of op on p (see Client.begin).
-func (p *Permits) begin(ctx context.Context, op observe.Op) (context.Context, *observed) {
-	return p.s.o.c.begin(ctx, observe.KindExpirableSemaphore, op, p.s.o.name)
+// startCall starts reporting a public call of op on p (see Client.begin).
+func (p *Permits) startCall(ctx context.Context, op observe.Op) (context.Context, *observed) {
+	return p.s.o.c.obs.startCall(ctx, observe.KindExpirableSemaphore, op, p.s.o.name)
 }
 
 // claim marks a release as sent; false if one already was.

@@ -17,22 +17,22 @@ import (
 // and a half times it, so that competing clients do not retry in step.
 const redLockRetry = 200 * time.Millisecond
 
-// begin starts reporting a public call of op on r, to the observer of its
+// startCall starts reporting a public call of op on r, to the observer of its
 // first part's client.
-func (r *RedLock) begin(ctx context.Context, op observe.Op) (context.Context, *observed) {
+func (r *RedLock) startCall(ctx context.Context, op observe.Op) (context.Context, *observed) {
 	if len(r.parts) == 0 {
 		return ctx, nil
 	}
-	return r.client().begin(ctx, observe.KindRedLock, op, r.parts[0].name)
+	return r.parts[0].c.obs.startCall(ctx, observe.KindRedLock, op, r.parts[0].name)
 }
 
-// client returns the client of the first part, whose observer sees the
-// RedLock's calls; nil without parts.
-func (r *RedLock) client() *Client {
+// observers returns who hears of the RedLock's calls: the first part's
+// client's; nil without parts.
+func (r *RedLock) observers() *observers {
 	if len(r.parts) == 0 {
 		return nil
 	}
-	return r.parts[0].c
+	return &r.parts[0].c.obs
 }
 
 // RedLock is a lock held while a majority of independent Redis primaries grant
@@ -60,8 +60,8 @@ func NewRedLock(mutexes ...*Mutex) *RedLock {
 // (see Lock). It returns an error matching ErrNotAcquired when no round won a
 // valid majority.
 func (r *RedLock) TryLock(ctx context.Context, opts ...TryLockOption) (_ *MultiLease, err error) {
-	ctx, ob := r.begin(ctx, observe.OpTryLock)
-	defer ob.end(&err)
+	ctx, ob := r.startCall(ctx, observe.OpTryLock)
+	defer ob.endCall(&err)
 	lo, err := newTryLockOptions(opts)
 	if err != nil {
 		return nil, err
@@ -78,8 +78,8 @@ func (r *RedLock) TryLock(ctx context.Context, opts ...TryLockOption) (_ *MultiL
 // rounds it waits for a release message on any part that refused, or for a
 // jittered pause (about 200 ms), whichever comes first.
 func (r *RedLock) Lock(ctx context.Context, opts ...LockOption) (_ *MultiLease, err error) {
-	ctx, ob := r.begin(ctx, observe.OpLock)
-	defer ob.end(&err)
+	ctx, ob := r.startCall(ctx, observe.OpLock)
+	defer ob.endCall(&err)
 	lo, err := newLockOptions(opts)
 	if err != nil {
 		return nil, err
@@ -108,7 +108,7 @@ func (r *RedLock) lock(ctx context.Context, lo lockOptions) (*MultiLease, error)
 			parts = r.listen(ctx)
 			return parts, nil
 		},
-		watch: r.client().observedIn(ctx),
+		watch: r.observers().observedIn(ctx),
 	})
 	if err != nil && ctx.Err() != nil && !errors.Is(err, ErrNotAcquired) {
 		return nil, waitEnded(ctx, r.parts[0].name, true)

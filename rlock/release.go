@@ -19,8 +19,8 @@ func (c *Client) release(ctx context.Context, l *Lease) (*Lease, error) {
 	ctx, cancel := c.releaseContext(ctx)
 	defer cancel()
 	name := l.h.e.name
-	l.h.owner.begin(lockRef{c.id, name})
-	defer l.h.owner.end(lockRef{c.id, name})
+	l.h.owner.lockCalls(lockRef{c.id, name})
+	defer l.h.owner.unlockCalls(lockRef{c.id, name})
 	if a := c.pendingRelease(l); a != nil {
 		return nil, c.resend(ctx, l, *a)
 	}
@@ -38,7 +38,7 @@ func (c *Client) release(ctx context.Context, l *Lease) (*Lease, error) {
 		back, again, err := c.released(&req, r)
 		c.mu.Unlock()
 		if errors.Is(err, ErrLockLost) {
-			c.reportLost(l.h.e.lk.seen, name, err)
+			c.obs.lost(l.h.e.lk.seen, name, err)
 		}
 		switch {
 		case again && try > 0:
@@ -92,24 +92,6 @@ func (c *Client) resend(ctx context.Context, l *Lease, a lua.ReleaseArgs) error 
 	l.resend = nil
 	l.ended.restate(ErrUnlocked)
 	return nil
-}
-
-// releaseContext returns the context of a release: ctx's values without its
-// cancellation, bounded by the client's release timeout. An Unlock deferred
-// with a ctx that has ended (a request's, whose client went away) must still
-// release, or the lock would stay held, and renewed, for as long as the process
-// lives. When go-redis does not apply ctx deadlines to its sockets, its own
-// timeouts bound the release and a deadline would only cost allocations on the
-// hot path: the ctx is then only detached, and not even that when it cannot be
-// cancelled.
-func (c *Client) releaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	switch {
-	case c.deadlines:
-		return context.WithTimeout(context.WithoutCancel(ctx), c.opts.releaseTimeout)
-	case ctx.Done() != nil:
-		return context.WithoutCancel(ctx), func() {}
-	}
-	return ctx, func() {}
 }
 
 // prepareRelease builds the release of l. The owner's last lease releases every
@@ -179,7 +161,7 @@ func (c *Client) releaseFailed(req *releaseReq, err error) error {
 	c.forget(h.e)
 	c.mu.Unlock()
 	if lost != nil {
-		c.reportLost(h.e.lk.seen, name, lost)
+		c.obs.lost(h.e.lk.seen, name, lost)
 	}
 	if undo != nil {
 		// The lock may have been handed to a waiter that has left since.
@@ -199,7 +181,7 @@ func (c *Client) unconfirmed(l *Lease, final bool, err error) error {
 	switch {
 	case !final:
 		u.Others = h.gaveBack(l, 0)
-		l.end(u)
+		l.ended.end(u)
 	default:
 		u.ExpiresWithin = c.expiresWithin(h)
 	}
@@ -229,7 +211,7 @@ func (c *Client) released(req *releaseReq, r lua.ReleaseReply) (back *Lease, aga
 	switch r.Outcome {
 	case lua.Partial:
 		h.gaveBack(l, req.a.Levels)
-		l.end(ErrUnlocked)
+		l.ended.end(ErrUnlocked)
 		h.wd.Update(req.sent.Add(req.a.Lease.Duration()), h.renewed())
 		return nil, false, nil
 	case lua.Released:

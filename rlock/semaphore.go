@@ -47,8 +47,8 @@ func (d WaitTime) applyTryAcquire(w *time.Duration) { *w = time.Duration(d) }
 // at least every recheck interval. It costs one round trip when the permits
 // are there.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) (err error) {
-	ctx, ob := s.o.begin(ctx, observe.OpAcquire)
-	defer ob.end(&err)
+	ctx, ob := s.o.startCall(ctx, observe.OpAcquire)
+	defer ob.endCall(&err)
 	return s.acquire(ctx, n, true, time.Time{})
 }
 
@@ -56,8 +56,8 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (err error) {
 // with WithWaitTime as soon as they are within that time; otherwise it returns
 // an error matching ErrNotAcquired (and ctx's error if ctx ended the wait).
 func (s *Semaphore) TryAcquire(ctx context.Context, n int64, opts ...TryAcquireOption) (err error) {
-	ctx, ob := s.o.begin(ctx, observe.OpTryAcquire)
-	defer ob.end(&err)
+	ctx, ob := s.o.startCall(ctx, observe.OpTryAcquire)
+	defer ob.endCall(&err)
 	var wait time.Duration
 	for _, o := range opts {
 		o.applyTryAcquire(&wait)
@@ -103,8 +103,8 @@ func (s *Semaphore) notAvailable(n int64) error {
 // release). It makes one round trip, which does not end with ctx but with the
 // client's release timeout (WithReleaseTimeout), as Unlock.
 func (s *Semaphore) Release(ctx context.Context, n int64) (err error) {
-	ctx, ob := s.o.begin(ctx, observe.OpRelease)
-	defer ob.end(&err)
+	ctx, ob := s.o.startCall(ctx, observe.OpRelease)
+	defer ob.endCall(&err)
 	_, err = s.release(ctx, n, false)
 	return err
 }
@@ -112,8 +112,8 @@ func (s *Semaphore) Release(ctx context.Context, n int64) (err error) {
 // ReleaseIfExists is Release for a semaphore that exists: it reports whether
 // the semaphore existed and got the permits (Redisson's releaseIfExists).
 func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int64) (_ bool, err error) {
-	ctx, ob := s.o.begin(ctx, observe.OpReleaseIfExists)
-	defer ob.end(&err)
+	ctx, ob := s.o.startCall(ctx, observe.OpReleaseIfExists)
+	defer ob.endCall(&err)
 	return s.release(ctx, n, true)
 }
 
@@ -132,8 +132,8 @@ func (s *Semaphore) release(ctx context.Context, n int64, ifExists bool) (bool, 
 // after it (Redisson's trySetPermits(n) and trySetPermits(n, ttl)). The new
 // count is published, waking waiters.
 func (s *Semaphore) TrySetPermits(ctx context.Context, n int64, ttl time.Duration) (_ bool, err error) {
-	ctx, ob := s.o.begin(ctx, observe.OpTrySetPermits)
-	defer ob.end(&err)
+	ctx, ob := s.o.startCall(ctx, observe.OpTrySetPermits)
+	defer ob.endCall(&err)
 	if err := s.o.check(); err != nil {
 		return false, err
 	}
@@ -148,8 +148,8 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int64, ttl time.Duratio
 // to zero or below) and publishes the new count (Redisson's addPermits). The
 // semaphore is rewritten, which removes a time to live set by TrySetPermits.
 func (s *Semaphore) AddPermits(ctx context.Context, delta int64) (err error) {
-	ctx, ob := s.o.begin(ctx, observe.OpAddPermits)
-	defer ob.end(&err)
+	ctx, ob := s.o.startCall(ctx, observe.OpAddPermits)
+	defer ob.endCall(&err)
 	if err := s.o.check(); err != nil {
 		return err
 	}
@@ -160,8 +160,8 @@ func (s *Semaphore) AddPermits(ctx context.Context, delta int64) (err error) {
 // AvailablePermits returns the number of permits available: 0 for a semaphore
 // that does not exist; it may be negative after AddPermits.
 func (s *Semaphore) AvailablePermits(ctx context.Context) (_ int64, err error) {
-	ctx, ob := s.o.begin(ctx, observe.OpAvailablePermits)
-	defer ob.end(&err)
+	ctx, ob := s.o.startCall(ctx, observe.OpAvailablePermits)
+	defer ob.endCall(&err)
 	if err := s.o.check(); err != nil {
 		return 0, err
 	}
@@ -173,8 +173,8 @@ func (s *Semaphore) AvailablePermits(ctx context.Context) (_ int64, err error) {
 // (a negative count is set to 0 and returned); nothing is published
 // (Redisson's drainPermits).
 func (s *Semaphore) DrainPermits(ctx context.Context) (_ int64, err error) {
-	ctx, ob := s.o.begin(ctx, observe.OpDrainPermits)
-	defer ob.end(&err)
+	ctx, ob := s.o.startCall(ctx, observe.OpDrainPermits)
+	defer ob.endCall(&err)
 	if err := s.o.check(); err != nil {
 		return 0, err
 	}
@@ -186,8 +186,8 @@ func (s *Semaphore) DrainPermits(ctx context.Context) (_ int64, err error) {
 // waiting: a deleted semaphore has no permits. Nothing is published (as in
 // Redisson).
 func (s *Semaphore) Delete(ctx context.Context) (_ bool, err error) {
-	ctx, ob := s.o.begin(ctx, observe.OpDelete)
-	defer ob.end(&err)
+	ctx, ob := s.o.startCall(ctx, observe.OpDelete)
+	defer ob.endCall(&err)
 	if err := s.o.check(); err != nil {
 		return false, err
 	}

@@ -12,21 +12,6 @@ import (
 	"github.com/holdfast-go/holdfast/pubsub"
 )
 
-// DefaultRecheckInterval bounds every sleep of a semaphore's or a latch's
-// waiter between two looks at Redis, when WithRecheckInterval is not given.
-const DefaultRecheckInterval = time.Second
-
-// WithRecheckInterval sets how long a waiter of a Semaphore, an
-// ExpirableSemaphore or a CountDownLatch sleeps at most between two looks at
-// Redis when no message wakes it: the bound on the delay a lost release message
-// (a pub/sub connection lost at the wrong moment, a count written without a
-// publish) can cause. Redisson's waiters on these objects have no such bound.
-// Lock waiters are bounded by the holder's lease instead. Default:
-// DefaultRecheckInterval.
-func WithRecheckInterval(d time.Duration) ClientOption {
-	return func(o *clientOptions) { o.recheck = d }
-}
-
 // syncObject is what the synchronizers (Semaphore, ExpirableSemaphore,
 // CountDownLatch) share: their client, their name, and why the name is
 // refused, if it is.
@@ -49,9 +34,9 @@ func (c *Client) newSyncObject(name, noun string, k observe.Kind, check func(str
 	return o
 }
 
-// begin starts reporting a public call of op on o (see Client.begin).
-func (o *syncObject) begin(ctx context.Context, op observe.Op) (context.Context, *observed) {
-	return o.c.begin(ctx, o.kind, op, o.name)
+// startCall starts reporting a public call of op on o (see Client.begin).
+func (o *syncObject) startCall(ctx context.Context, op observe.Op) (context.Context, *observed) {
+	return o.c.obs.startCall(ctx, o.kind, op, o.name)
 }
 
 // check returns why no call on o can run: a refused name, a closed client.
@@ -140,7 +125,7 @@ func (w syncWait[T]) run(ctx context.Context, o *syncObject) (T, error) {
 			sub = s
 			return s, o.wrap(err)
 		},
-		watch: c.observedIn(ctx),
+		watch: c.obs.observedIn(ctx),
 	})
 	return got, w.stopped(ctx, o, err)
 }
@@ -152,21 +137,6 @@ func (w syncWait[T]) stopped(ctx context.Context, o *syncObject, err error) erro
 		return err
 	}
 	return waitEnded(ctx, o.name, w.acquiring)
-}
-
-// listen subscribes to a channel that announces releases, of a lock (the
-// backend's subscribe) or of a synchronizer: SSUBSCRIBE where the scripts
-// SPUBLISH (a Redis 7 Cluster), else SUBSCRIBE.
-func (c *Client) listen(ctx context.Context, channel string, wake pubsub.WakePolicy) (subscription, error) {
-	subscribe := c.hub.Subscribe
-	if c.shardedPubSub(ctx) {
-		subscribe = c.hub.SSubscribe
-	}
-	s, err := subscribe(ctx, channel, wake)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
 }
 
 // semaphoreWake is the wake policy of a semaphore's channel (both kinds share

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
-	"github.com/holdfast-go/holdfast/observe"
 )
 
 // entry returns the lockEntry of lk, creating it. c.mu must be held.
@@ -52,7 +51,7 @@ func (c *Client) grant(o *owner, lk *lockDef, a lua.AcquireArgs, lo lockOptions,
 	h := c.entry(lk).acquired(o, a.Field, l, a.Expected+1)
 	deadline := sent.Add(a.Lease.Duration())
 	if h.wd == nil {
-		h.seen = c.holdStarted(lk.seen, lk.Name(), sent)
+		h.seen = c.obs.holdStarted(lk.seen, lk.Name(), sent)
 		h.wd = c.wd.Watch(lk.Renewal(h.field.String()), deadline, h.renewed(), c.onLost(h))
 	} else {
 		h.wd.Update(deadline, h.renewed())
@@ -70,7 +69,7 @@ func (c *Client) endHold(h *hold, err error) {
 		return
 	}
 	h.wd.Stop()
-	c.holdEnded(h.seen, err)
+	c.obs.holdEnded(h.seen, err)
 	if !errors.Is(err, ErrUnlocked) {
 		c.wakeWaiters(e.lk)
 	}
@@ -130,17 +129,5 @@ func (c *Client) lose(h *hold, reason error) {
 	}
 	c.endHold(h, err)
 	c.mu.Unlock()
-	c.reportLost(h.e.lk.seen, h.e.name, err)
-}
-
-// reportLost logs a lost hold of the object name of kind k (the observer's
-// event and attributes) and calls the client's hook. c.mu must not be held.
-func (c *Client) reportLost(k observe.Kind, name string, err error) {
-	if c.opts.logger != nil {
-		c.opts.logger.Warn(observe.EventHoldEnd, observe.AttrKind, k.String(), observe.AttrName, name,
-			observe.AttrOutcome, holdOutcomeOf(err).String(), "error", err)
-	}
-	if c.opts.onLost != nil {
-		c.opts.onLost(name, err)
-	}
+	c.obs.lost(h.e.lk.seen, h.e.name, err)
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/holdfast-go/holdfast/pubsub"
 )
 
-
 // lock acquires lk for o, waiting when wait is set until deadline (zero: no
 // deadline) or ctx is done. When it fails because the lock is held, the error
 // names the owner of this client that holds it, if one does.
@@ -116,25 +115,12 @@ func (c *Client) spin(ctx context.Context, lk *lockDef, o *owner, lo lockOptions
 			}
 			return turn[*Lease]{got: l, done: true}, err
 		},
-		watch: c.observedIn(ctx),
+		watch: c.obs.observedIn(ctx),
 	})
 	if err != nil && ctx.Err() != nil {
 		return nil, waitEnded(ctx, lk.Name(), true)
 	}
 	return l, err
-}
-
-// waitContext returns ctx, also ended by the deadline (zero: none) and by Close;
-// stop releases its resources.
-func (c *Client) waitContext(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	unhook := context.AfterFunc(c.ctx, func() { cancel(ErrClosed) })
-	stop := func() { unhook(); cancel(nil) }
-	if deadline.IsZero() {
-		return ctx, stop
-	}
-	ctx, cancelTimer := context.WithDeadlineCause(ctx, deadline, errWaitElapsed)
-	return ctx, func() { cancelTimer(); stop() }
 }
 
 // wait queues w on name, waits for its turn and then leads until w holds the
@@ -150,7 +136,7 @@ func (c *Client) wait(ctx context.Context, lk *lockDef, w *waiter, first time.Ti
 	e.enqueue(w, first)
 	c.mu.Unlock()
 
-	c.observedIn(ctx).blocking()
+	c.obs.observedIn(ctx).blocking()
 	select {
 	case <-w.turn:
 		return c.lead(ctx, e, w)
@@ -174,7 +160,7 @@ func (c *Client) lead(ctx context.Context, e *lockEntry, w *waiter) (*Lease, err
 		handed:    w.grant,
 		confirmed: func() { c.locked(e.listening) },
 		heard:     func() { c.locked(e.heard) },
-		watch:     c.observedIn(ctx),
+		watch:     c.obs.observedIn(ctx),
 	})
 	switch {
 	case err == nil:
@@ -254,4 +240,3 @@ func (c *Client) expiry(ttl time.Duration) time.Time {
 	}
 	return time.Now().Add(max(ttl, time.Millisecond)) // the key expires within the millisecond
 }
-

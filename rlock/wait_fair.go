@@ -65,7 +65,7 @@ func (c *Client) takeTurn(ctx context.Context, e *lockEntry, w *waiter) (*Lease,
 			return sub, err
 		},
 		wake:  w.wake,
-		watch: c.observedIn(ctx),
+		watch: c.obs.observedIn(ctx),
 	})
 	if err != nil && ctx.Err() != nil {
 		return nil, waitEnded(ctx, e.name, true)
