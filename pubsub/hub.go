@@ -117,8 +117,22 @@ type Subscription struct {
 	h      *Hub
 	e      *entry
 	wake   WakePolicy
-	token  chan Wake // one wake-up, buffered
+	heard  func(payload string) // Heard's, or nil
+	token  chan Wake            // one wake-up, buffered
 	closed bool
+}
+
+// A SubscribeOption configures one subscription (Subscribe, SSubscribe).
+type SubscribeOption func(*Subscription)
+
+// Heard makes the subscription tell f the payload of every message of its
+// channel, from the moment it joins until it closes, whomever the message
+// wakes: a subscriber that must know what was said, not only that it was woken,
+// counts the payloads it cares about (a latch's awaiter tells an opening from a
+// delete). The hub calls f on its dispatcher goroutine with its lock held: f
+// must be quick, must not block and must not call the hub.
+func Heard(f func(payload string)) SubscribeOption {
+	return func(s *Subscription) { s.heard = f }
 }
 
 // Subscribe joins the subscription of channel, sending SUBSCRIBE if this client
@@ -133,8 +147,8 @@ type Subscription struct {
 // those still open), whatever the others were given; when that one closes, the
 // next oldest's policy applies. A re-subscription after a reconnect wakes every
 // subscription, whatever the policy.
-func (h *Hub) Subscribe(ctx context.Context, channel string, wake WakePolicy) (*Subscription, error) {
-	return h.subscribe(ctx, channel, "", wake)
+func (h *Hub) Subscribe(ctx context.Context, channel string, wake WakePolicy, opts ...SubscribeOption) (*Subscription, error) {
+	return h.subscribe(ctx, channel, "", wake, opts)
 }
 
 // SSubscribe joins the subscription of the shard channel channel (Redis 7+ on a
@@ -143,7 +157,7 @@ func (h *Hub) Subscribe(ctx context.Context, channel string, wake WakePolicy) (*
 // returns an error only when the cluster's layout cannot be read; otherwise, as
 // Subscribe, it does not wait, and the shard's feed keeps subscribing until
 // Confirmed closes. wake is as for Subscribe.
-func (h *Hub) SSubscribe(ctx context.Context, channel string, wake WakePolicy) (*Subscription, error) {
+func (h *Hub) SSubscribe(ctx context.Context, channel string, wake WakePolicy, opts ...SubscribeOption) (*Subscription, error) {
 	if wake == nil {
 		return nil, errNoPolicy
 	}
@@ -155,14 +169,14 @@ func (h *Hub) SSubscribe(ctx context.Context, channel string, wake WakePolicy) (
 	if err != nil {
 		return nil, err
 	}
-	return h.subscribe(ctx, channel, m.Options().Addr, wake)
+	return h.subscribe(ctx, channel, m.Options().Addr, wake, opts)
 }
 
 // subscribe joins channel: a classic channel when shard is "", else a shard
 // channel of the shard whose primary is at shard.
-func (h *Hub) subscribe(ctx context.Context, channel, shard string, wake WakePolicy) (*Subscription, error) {
+func (h *Hub) subscribe(ctx context.Context, channel, shard string, wake WakePolicy, opts []SubscribeOption) (*Subscription, error) {
 	h.mu.Lock()
-	s, fresh, err := h.join(channel, wake)
+	s, fresh, err := h.join(channel, wake, opts)
 	if err != nil {
 		h.mu.Unlock()
 		return nil, err
@@ -192,7 +206,7 @@ func (h *Hub) subscribe(ctx context.Context, channel, shard string, wake WakePol
 // join adds a subscription with the policy wake to channel's entry, making the
 // entry (fresh) if the hub has none: the bookkeeping of a subscribe, without
 // the connection. h.mu must be held.
-func (h *Hub) join(channel string, wake WakePolicy) (s *Subscription, fresh bool, err error) {
+func (h *Hub) join(channel string, wake WakePolicy, opts []SubscribeOption) (s *Subscription, fresh bool, err error) {
 	switch {
 	case wake == nil:
 		return nil, false, errNoPolicy
@@ -205,6 +219,9 @@ func (h *Hub) join(channel string, wake WakePolicy) (s *Subscription, fresh bool
 		h.entries[channel] = e
 	}
 	s = &Subscription{h: h, e: e, wake: wake, token: make(chan Wake, 1)}
+	for _, f := range opts {
+		f(s)
+	}
 	e.subs = append(e.subs, s)
 	e.idleSince = time.Time{}
 	return s, !ok, nil
@@ -389,6 +406,11 @@ func (h *Hub) deliver(channel, payload string) {
 	e := h.entries[channel]
 	if e == nil || len(e.subs) == 0 {
 		return
+	}
+	for _, s := range e.subs {
+		if s.heard != nil {
+			s.heard(payload)
+		}
 	}
 	e.wake(e.subs[0].wake(payload), WakeMessage)
 }

@@ -47,7 +47,7 @@ func newHub(t *testing.T, opts Options) *Hub {
 func join(t *testing.T, h *Hub, channel string, wake WakePolicy) *Subscription {
 	t.Helper()
 	h.mu.Lock()
-	s, _, err := h.join(channel, wake)
+	s, _, err := h.join(channel, wake, nil)
 	h.mu.Unlock()
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
@@ -313,6 +313,27 @@ func TestMixedPoliciesOldestGoverns(t *testing.T) {
 	require.Equal(t, []string{"a", "b", "d"}, calls)
 }
 
+// TestHeardSeesEveryMessage: a subscription with Heard is told every message of
+// its channel while it is open, whichever subscriptions the policy wakes, and
+// nothing before it joined or after it closed.
+func TestHeardSeesEveryMessage(t *testing.T) {
+	h := newHub(t, Options{})
+	a := join(t, h, "ch", one)
+	h.deliver("ch", "before")
+	var heard []string
+	h.mu.Lock()
+	b, _, err := h.join("ch", one, []SubscribeOption{Heard(func(p string) { heard = append(heard, p) })})
+	h.mu.Unlock()
+	require.NoError(t, err)
+	h.deliver("ch", "0") // wakes a, the oldest, only
+	h.deliver("ch", "1")
+	require.Equal(t, []string{"0", "1"}, heard, "both messages, the one that woke another subscription too")
+	require.True(t, take(a))
+	b.Close()
+	h.deliver("ch", "after")
+	require.Equal(t, []string{"0", "1"}, heard, "nothing once closed")
+}
+
 func TestJoinRefusals(t *testing.T) {
 	h := New(nil, Options{})
 	ctx := context.Background()
@@ -334,7 +355,7 @@ func TestJoinRefusals(t *testing.T) {
 func TestJoinDuringLingerReusesEntry(t *testing.T) {
 	h := newHub(t, Options{Linger: time.Hour})
 	h.mu.Lock()
-	s, fresh, err := h.join("ch", one)
+	s, fresh, err := h.join("ch", one, nil)
 	h.mu.Unlock()
 	require.NoError(t, err)
 	require.True(t, fresh, "the first join makes the entry: subscribe must SUBSCRIBE")
@@ -346,7 +367,7 @@ func TestJoinDuringLingerReusesEntry(t *testing.T) {
 	require.Equal(t, []string{"ch"}, h.Channels())
 
 	h.mu.Lock()
-	s2, fresh, err := h.join("ch", one)
+	s2, fresh, err := h.join("ch", one, nil)
 	h.mu.Unlock()
 	require.NoError(t, err)
 	t.Cleanup(s2.Close)
@@ -379,7 +400,7 @@ func TestIdleChannelForgottenAfterLinger(t *testing.T) {
 func TestSweeperUnsubscribesAfterLinger(t *testing.T) {
 	h := newHub(t, Options{Linger: 20 * time.Millisecond})
 	h.mu.Lock()
-	s, _, err := h.join("ch", one)
+	s, _, err := h.join("ch", one, nil)
 	h.startSweeper()
 	h.mu.Unlock()
 	require.NoError(t, err)

@@ -126,7 +126,7 @@ func (c *Client) acquireArgs(lk *lockDef, o *owner, lo lockOptions) lua.AcquireA
 	if lo.acks != nil {
 		acks = *lo.acks
 	}
-	a := lua.AcquireArgs{Lock: lk.Lock, Fenced: lk.fenced, Field: c.fieldOf(o, lk), Lease: c.leaseOf(lo), Acks: acks}
+	a := lua.AcquireArgs{Lock: lk.Lock, Fenced: lk.fenced, Field: lk.fieldOf(o, c.id), Lease: lo.lease(c.watched), Acks: acks}
 	if lk.Layout() == lua.LayoutFair && lo.queue {
 		a.Wait = lo.waitTime
 		if a.Wait <= 0 {
@@ -134,19 +134,6 @@ func (c *Client) acquireArgs(lk *lockDef, o *owner, lo lockOptions) lua.AcquireA
 		}
 	}
 	return a
-}
-
-// field returns the Redis hash field of an owner of this client,
-// "<client id>:<owner id>".
-func (c *Client) field(o *owner) lua.Text { return o.field(c.id) }
-
-// fieldOf returns the field of an owner of this client in the lock lk: field,
-// or "<client id>:<owner id>:write" on a read/write lock's write side.
-func (c *Client) fieldOf(o *owner, lk *lockDef) lua.Text {
-	if lk.Layout() == lua.LayoutWrite {
-		return o.writeField(c.id)
-	}
-	return o.field(c.id)
 }
 
 // undoAcquire takes back an acquisition a whose outcome is unknown or unwanted:

@@ -43,8 +43,58 @@ type Client struct {
 
 	mu      sync.Mutex
 	locks   map[string]*lockEntry // the locks this client holds or waits for (table.go)
-	permits map[*Permits]struct{} // the expirable semaphores' permits held (permits.go)
-	latches map[string]*latchNews // the latches awaited, by channel (latch.go)
+	closing closing               // the holds of other kinds, which Close gives back
+}
+
+// A closer is a hold of a kind other than the locks' that Close gives back:
+// an expirable semaphore's Permits. The lock table's holds Close gives back
+// itself, in one pipelined round trip (releaseHolds).
+type closer interface {
+	// closeHold gives the hold back and ends its handle with an error
+	// matching ErrClosed; it is called at most once per hold, by Close.
+	closeHold()
+}
+
+// closing is the set of closers still open: each joins when it is granted and
+// leaves when it ends; Close takes them all once, after which none can join.
+type closing struct {
+	mu     sync.Mutex
+	closed bool
+	open   map[closer]struct{}
+}
+
+// add makes h one of the holds Close gives back; false once Close has taken
+// them: the caller gives h back itself.
+func (cl *closing) add(h closer) bool {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.closed {
+		return false
+	}
+	if cl.open == nil {
+		cl.open = make(map[closer]struct{})
+	}
+	cl.open[h] = struct{}{}
+	return true
+}
+
+// remove forgets h, which ended.
+func (cl *closing) remove(h closer) {
+	cl.mu.Lock()
+	delete(cl.open, h)
+	cl.mu.Unlock()
+}
+
+// take returns the holds still open and lets no more join.
+func (cl *closing) take() []closer {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	cl.closed = true
+	open := make([]closer, 0, len(cl.open))
+	for h := range cl.open {
+		open = append(open, h)
+	}
+	return open
 }
 
 // backend is the lock path's traffic with Redis: the acquire and release scripts
@@ -83,8 +133,6 @@ func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 		ctx:       ctx,
 		cancel:    cancel,
 		locks:     make(map[string]*lockEntry),
-		permits:   make(map[*Permits]struct{}),
-		latches:   make(map[string]*latchNews),
 	}
 	c.backend = c.redisBackend()
 	renewals, _ := o.observer.(observe.RenewObserver)
@@ -151,7 +199,9 @@ func (c *Client) Close() error {
 
 	c.wd.Close()
 	c.releaseHolds()
-	c.releasePermits()
+	for _, h := range c.closing.take() {
+		h.closeHold()
+	}
 	return c.hub.Close()
 }
 
@@ -184,13 +234,13 @@ func (c *Client) releaseHolds() {
 	defer c.mu.Unlock()
 	for i, h := range holds {
 		h.endRelease()
-		c.endHold(h, c.closedHold(h, replies[i], errs[i]))
+		c.endHold(h, h.closedHold(replies[i], errs[i], c.opts))
 	}
 }
 
 // closedHold is the error that ends the leases of a hold Close released with
 // the reply r or the error err. c.mu must be held.
-func (c *Client) closedHold(h *hold, r lua.ReleaseReply, err error) error {
+func (h *hold) closedHold(r lua.ReleaseReply, err error, o clientOptions) error {
 	name := quote(h.e.name)
 	switch {
 	case err == nil && r.Outcome == lua.Released:
@@ -201,7 +251,7 @@ func (c *Client) closedHold(h *hold, r lua.ReleaseReply, err error) error {
 		err = fmt.Errorf("the owner's hold count changed under Close")
 	}
 	return fmt.Errorf("%w: %s: Close could not release it (%w); it is no longer renewed and expires within %v",
-		ErrClosed, name, err, c.expiresWithin(h).Round(time.Millisecond))
+		ErrClosed, name, err, h.expiresWithin(o).Round(time.Millisecond))
 }
 
 // shardedPubSub reports whether releases are announced with SPUBLISH and waited
@@ -304,12 +354,12 @@ func retryWindow(rdb redis.UniversalClient) time.Duration {
 // listen subscribes to a channel that announces releases, of a lock (the
 // backend's subscribe) or of a synchronizer: SSUBSCRIBE where the scripts
 // SPUBLISH (a Redis 7 Cluster), else SUBSCRIBE.
-func (c *Client) listen(ctx context.Context, channel string, wake pubsub.WakePolicy) (subscription, error) {
+func (c *Client) listen(ctx context.Context, channel string, wake pubsub.WakePolicy, opts ...pubsub.SubscribeOption) (subscription, error) {
 	subscribe := c.hub.Subscribe
 	if c.shardedPubSub(ctx) {
 		subscribe = c.hub.SSubscribe
 	}
-	s, err := subscribe(ctx, channel, wake)
+	s, err := subscribe(ctx, channel, wake, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -38,7 +38,7 @@ type ExpirableSemaphore struct {
 // would hash to another Redis Cluster slot is refused: every call returns an
 // error matching ErrInvalidArgument.
 func (c *Client) NewExpirableSemaphore(name string) *ExpirableSemaphore {
-	return &ExpirableSemaphore{o: c.newSyncObject(name, "semaphore", observe.KindExpirableSemaphore, lua.CheckExpirableSemaphoreName), keys: lua.NewPermit(name)}
+	return &ExpirableSemaphore{o: newSyncObject(c, name, "semaphore", observe.KindExpirableSemaphore, lua.CheckExpirableSemaphoreName), keys: lua.NewPermit(name)}
 }
 
 // Name returns the semaphore's name.
@@ -149,7 +149,7 @@ func (s *ExpirableSemaphore) attempt(ctx context.Context, ids []string, lease ti
 	case err != nil:
 		return nil, 0, s.o.wrap(err)
 	case try.Acquired:
-		return c.grantPermits(ctx, s, ids, sent, lease, permitDeadline(sent, try.Expiry, life))
+		return s.grant(ctx, ids, sent, lease, permitDeadline(sent, try.Expiry, life))
 	case try.NextExpiry > 0:
 		return nil, max(time.Duration(try.NextExpiry-now)*time.Millisecond, time.Millisecond), nil
 	}
@@ -163,8 +163,8 @@ func (s *ExpirableSemaphore) attempt(ctx context.Context, ids []string, lease ti
 // nothing when one is unknown or expired. A permit the semaphore does not hold
 // gives an error matching ErrNoSuchPermit. The round trip ends with the
 // client's release timeout, not with ctx. A Permits handle of this client whose
-// permit is released here learns it at its next renewal and ends with
-// ErrPermitLost.
+// permit is released here ends at once, with an error matching ErrReleased; one
+// of another client learns it at its next renewal and ends with ErrPermitLost.
 func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) (err error) {
 	ctx, ob := s.o.startCall(ctx, observe.OpRelease)
 	defer ob.endCall(&err)

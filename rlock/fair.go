@@ -27,7 +27,7 @@ type FairMutex struct{ Mutex }
 
 // NewFairMutex returns a handle on the fair lock called name.
 func (c *Client) NewFairMutex(name string) *FairMutex {
-	return &FairMutex{c.newLayoutMutex(name, lua.LayoutFair, kind{})}
+	return &FairMutex{newLayoutMutex(c, name, lua.LayoutFair, kind{})}
 }
 
 // NonReentrantFairMutex is a FairMutex that its owner cannot take twice
@@ -38,5 +38,5 @@ type NonReentrantFairMutex struct{ Mutex }
 // NewNonReentrantFairMutex returns a handle on the non-reentrant fair lock
 // called name.
 func (c *Client) NewNonReentrantFairMutex(name string) *NonReentrantFairMutex {
-	return &NonReentrantFairMutex{c.newLayoutMutex(name, lua.LayoutFair, kind{nonReentrant: true})}
+	return &NonReentrantFairMutex{newLayoutMutex(c, name, lua.LayoutFair, kind{nonReentrant: true})}
 }

@@ -90,3 +90,13 @@ func (lk *lockDef) handsOff() bool {
 // shared reports whether holds of other owners of this client leave the lock
 // free to take: the read side of a read/write lock.
 func (lk *lockDef) shared() bool { return lk.Layout() == lua.LayoutRead }
+
+// fieldOf returns the field of owner o of the client id in lk's hash,
+// "<client id>:<owner id>", or "<client id>:<owner id>:write" on a read/write
+// lock's write side.
+func (lk *lockDef) fieldOf(o *owner, id string) lua.Text {
+	if lk.Layout() == lua.LayoutWrite {
+		return o.writeField(id)
+	}
+	return o.field(id)
+}

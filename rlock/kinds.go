@@ -52,17 +52,17 @@ var (
 // ErrInvalidArgument that says so, on any deployment, so that a program tested
 // on one server does not fail on a cluster.
 func (c *Client) NewMutex(name string) *Mutex {
-	m := c.newMutex(name, kind{})
+	m := newMutex(c, name, kind{})
 	return &m
 }
 
 // newMutex returns the handle of the lock name of kind k.
-func (c *Client) newMutex(name string, k kind) Mutex {
-	return c.newLayoutMutex(name, lua.LayoutLock, k)
+func newMutex(c *Client, name string, k kind) Mutex {
+	return newLayoutMutex(c, name, lua.LayoutLock, k)
 }
 
 // newLayoutMutex returns the handle of the lock name of the layout l and kind k.
-func (c *Client) newLayoutMutex(name string, l lua.Layout, k kind) Mutex {
+func newLayoutMutex(c *Client, name string, l lua.Layout, k kind) Mutex {
 	return Mutex{c: c, name: name, lk: newLockDef(name, l, k), bad: checkName(name)}
 }
 
@@ -74,7 +74,7 @@ type NonReentrantMutex struct{ Mutex }
 
 // NewNonReentrantMutex returns a handle on the non-reentrant lock called name.
 func (c *Client) NewNonReentrantMutex(name string) *NonReentrantMutex {
-	return &NonReentrantMutex{c.newMutex(name, kind{nonReentrant: true})}
+	return &NonReentrantMutex{newMutex(c, name, kind{nonReentrant: true})}
 }
 
 // FencedMutex is a Mutex whose every acquisition, reentrant ones included,
@@ -89,7 +89,7 @@ type FencedMutex struct{ Mutex }
 
 // NewFencedMutex returns a handle on the fenced lock called name.
 func (c *Client) NewFencedMutex(name string) *FencedMutex {
-	return &FencedMutex{c.newMutex(name, kind{fenced: true})}
+	return &FencedMutex{newMutex(c, name, kind{fenced: true})}
 }
 
 // Token returns the lock's latest fencing token, without acquiring: 0 when none
@@ -125,7 +125,7 @@ func (c *Client) NewSpinMutex(name string, backoff ...Backoff) *SpinMutex {
 	if len(backoff) > 0 {
 		b = backoff[0]
 	}
-	m := &SpinMutex{c.newMutex(name, kind{spin: b})}
+	m := &SpinMutex{newMutex(c, name, kind{spin: b})}
 	err := checkBackoff(b)
 	if len(backoff) > 1 {
 		err = fmt.Errorf("%w: %d back-offs given to NewSpinMutex, which takes at most one", ErrInvalidArgument, len(backoff))

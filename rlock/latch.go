@@ -31,7 +31,7 @@ type CountDownLatch struct {
 // in braces, so for such a name it would hash to another Redis Cluster slot
 // than the name (lua.CheckLatchName).
 func (c *Client) NewCountDownLatch(name string) *CountDownLatch {
-	return &CountDownLatch{o: c.newSyncObject(name, "latch", observe.KindCountDownLatch, lua.CheckLatchName), channel: lua.LatchChannel(name)}
+	return &CountDownLatch{o: newSyncObject(c, name, "latch", observe.KindCountDownLatch, lua.CheckLatchName), channel: lua.LatchChannel(name)}
 }
 
 // Name returns the latch's name.
@@ -104,10 +104,9 @@ func (l *CountDownLatch) Await(ctx context.Context) (err error) {
 	if err := l.o.check(); err != nil {
 		return err
 	}
-	news := l.o.c.latchNews(l.channel)
-	defer l.o.c.dropLatchNews(l.channel)
+	var news latchNews    // what this awaiter hears on the latch's channel
 	var seen *latchCounts // the news heard by the last read that found the latch set
-	w := syncWait[struct{}]{channel: l.channel, wake: news.wake, attempt: func(ctx context.Context) (turn[struct{}], error) {
+	w := syncWait[struct{}]{channel: l.channel, wake: latchWake, heard: news.count, attempt: func(ctx context.Context) (turn[struct{}], error) {
 		n, err := lua.Count(ctx, l.o.c.rdb, l.o.name)
 		now := news.snapshot()
 		switch {
@@ -125,53 +124,30 @@ func (l *CountDownLatch) Await(ctx context.Context) (err error) {
 	return err
 }
 
-// latchNews counts the messages a client heard on a latch's channel, for its
-// awaiters to tell an opening from a delete: its wake policy, shared by the
-// channel's subscriptions, counts them and wakes every awaiter.
+// latchNews counts the messages one awaiter heard on its latch's channel
+// (pubsub.Heard), to tell an opening from a delete.
 type latchNews struct {
-	awaiters int // guarded by Client.mu
-	opened   atomic.Uint64
-	reset    atomic.Uint64
+	opened atomic.Uint64
+	reset  atomic.Uint64
 }
 
-// latchCounts is what an awaiter saw of a latchNews when it started.
+// latchCounts is what an awaiter had heard when it read the count.
 type latchCounts struct{ opened, reset uint64 }
 
 func (n *latchNews) snapshot() latchCounts {
 	return latchCounts{opened: n.opened.Load(), reset: n.reset.Load()}
 }
 
-// wake is the latch channel's wake policy: every message wakes every awaiter.
-func (n *latchNews) wake(payload string) int {
+// count counts a message of the latch's channel.
+func (n *latchNews) count(payload string) {
 	switch payload {
 	case lua.LatchOpenMessage:
 		n.opened.Add(1)
 	case lua.LatchResetMessage:
 		n.reset.Add(1)
 	}
-	return pubsub.All
 }
 
-// latchNews returns the news of the latch channel, counting one more awaiter.
-func (c *Client) latchNews(channel string) *latchNews {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.latches[channel]
-	if n == nil {
-		n = new(latchNews)
-		c.latches[channel] = n
-	}
-	n.awaiters++
-	return n
-}
-
-// dropLatchNews counts one awaiter less, forgetting the news with the last.
-func (c *Client) dropLatchNews(channel string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if n := c.latches[channel]; n != nil {
-		if n.awaiters--; n.awaiters == 0 {
-			delete(c.latches, channel)
-		}
-	}
-}
+// latchWake is the latch channel's wake policy: every message wakes every
+// awaiter, to read the count.
+func latchWake(string) int { return pubsub.All }

@@ -207,7 +207,7 @@ func (m *Mutex) holdCount(ctx context.Context) (int, error) {
 	if o == nil {
 		return 0, m.check()
 	}
-	in, err := m.inspect(ctx, m.c.fieldOf(o, m.lk).String())
+	in, err := m.inspect(ctx, m.lk.fieldOf(o, m.c.id).String())
 	return int(in.Count), err
 }
 

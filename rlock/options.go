@@ -261,3 +261,22 @@ func (o *lockOptions) validate() error {
 func WithObserver(o observe.Observer) ClientOption {
 	return func(co *clientOptions) { co.observer = o }
 }
+
+// lease returns the lease an acquisition with options lo gives the lock in
+// Redis: its fixed lease, else the watchdog's, watched.
+func (lo lockOptions) lease(watched lua.Millis) lua.Millis {
+	if lo.leaseTime > 0 {
+		return lua.NewMillis(lo.leaseTime)
+	}
+	return watched
+}
+
+// expiry returns when a holder's lease read as ttl by an attempt just answered
+// runs out: the bound of the head's sleep. A lock without expiry (ttl < 0, set
+// by another program) is looked at again after the watchdog timeout.
+func (o clientOptions) expiry(ttl time.Duration) time.Time {
+	if ttl < 0 {
+		ttl = o.watchdogTimeout
+	}
+	return time.Now().Add(max(ttl, time.Millisecond)) // the key expires within the millisecond
+}

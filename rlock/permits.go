@@ -30,33 +30,29 @@ type Permits struct {
 	sending bool             // a release (Release, Close) is in flight or was confirmed
 }
 
-// grantPermits makes the handle of the permits ids, taken by an attempt sent
-// at sent with lease (0: a watchdog lease) and held until deadline
-// (permitDeadline): their holds are watched or renewed from now on. A reply
-// that came after that deadline gives them back and asks for another attempt
-// at once.
-func (c *Client) grantPermits(ctx context.Context, s *ExpirableSemaphore, ids []string, sent time.Time, lease time.Duration, deadline time.Time) (*Permits, time.Duration, error) {
+// grant makes the handle of the permits ids, taken by an attempt sent at sent
+// with lease (0: a watchdog lease) and held until deadline (permitDeadline):
+// their holds are watched or renewed from now on, and Close gives them back. A
+// reply that came after that deadline gives them back and asks for another
+// attempt at once.
+func (s *ExpirableSemaphore) grant(ctx context.Context, ids []string, sent time.Time, lease time.Duration, deadline time.Time) (*Permits, time.Duration, error) {
 	if !time.Now().Before(deadline) {
 		_ = s.release(ctx, ids, hexIDs(ids))
 		return nil, 0, nil
 	}
+	c := s.o.c
 	p := &Permits{s: s, raw: ids}
-	c.mu.Lock()
-	closed := c.ctx.Err() != nil
-	if !closed {
-		p.seen = c.obs.holdStarted(observe.KindExpirableSemaphore, s.o.name, sent) // before the watchdog may end p
-		p.mu.Lock()
-		for _, id := range ids {
-			p.holds = append(p.holds, c.wd.Watch(lua.PermitRenewal(s.o.name, id), deadline, lease == 0, p.lose))
-		}
+	p.mu.Lock() // Close's closeHold claims p: it waits for the holds below
+	if !c.closing.add(p) {
 		p.mu.Unlock()
-		c.permits[p] = struct{}{}
-	}
-	c.mu.Unlock()
-	if closed { // Close has given back the permits it knew of: give these back too
-		_ = s.release(ctx, ids, hexIDs(ids))
+		_ = s.release(ctx, ids, hexIDs(ids)) // Close gave back the permits it knew of: these too
 		return nil, 0, ErrClosed
 	}
+	p.seen = c.obs.holdStarted(observe.KindExpirableSemaphore, s.o.name, sent) // before the watchdog may end p
+	for _, id := range ids {
+		p.holds = append(p.holds, c.wd.Watch(lua.PermitRenewal(s.o.name, id), deadline, lease == 0, p.lose))
+	}
+	p.mu.Unlock()
 	return p, 0, nil
 }
 
@@ -132,9 +128,7 @@ func (p *Permits) finish(err error) bool {
 	p.stopHolds()
 	c := p.s.o.c
 	c.obs.holdEnded(p.seen, err)
-	c.mu.Lock()
-	delete(c.permits, p)
-	c.mu.Unlock()
+	c.closing.remove(p)
 	return true
 }
 
@@ -211,25 +205,18 @@ func (p *Permits) stopHolds() {
 	}
 }
 
-// releasePermits gives back, at Close, the permits still held, and ends their
-// handles with ErrClosed.
-func (c *Client) releasePermits() {
-	c.mu.Lock()
-	open := make([]*Permits, 0, len(c.permits))
-	for p := range c.permits {
-		open = append(open, p)
+// closeHold gives the permits back at Close, and ends the handle with an
+// error matching ErrClosed that says whether Redis confirmed it; a handle
+// whose Release is in flight is left to that Release.
+func (p *Permits) closeHold() {
+	if !p.claim() {
+		return
 	}
-	c.mu.Unlock()
-	for _, p := range open {
-		if !p.claim() {
-			continue // its Release ends it
-		}
-		err := p.s.release(context.Background(), p.raw, p.IDs())
-		if err != nil {
-			err = fmt.Errorf("%w: semaphore %s: Close could not release permits %v (%w)", ErrClosed, quote(p.s.o.name), p.IDs(), err)
-		} else {
-			err = fmt.Errorf("%w: semaphore %s: permits %v released by Close", ErrClosed, quote(p.s.o.name), p.IDs())
-		}
-		p.finish(err)
+	err := p.s.release(context.Background(), p.raw, p.IDs())
+	if err != nil {
+		err = fmt.Errorf("%w: semaphore %s: Close could not release permits %v (%w)", ErrClosed, quote(p.s.o.name), p.IDs(), err)
+	} else {
+		err = fmt.Errorf("%w: semaphore %s: permits %v released by Close", ErrClosed, quote(p.s.o.name), p.IDs())
 	}
+	p.finish(err)
 }

@@ -57,7 +57,7 @@ func TestQueueFIFOHandOff(t *testing.T) {
 	done := make(chan error, n)
 	for i := range n {
 		wctx := WithOwner(ctx)
-		fields[i] = c.field(ownerFrom(wctx)).String()
+		fields[i] = ownerFrom(wctx).field(c.id).String()
 		go func() {
 			l, err := m.Lock(wctx)
 			if err != nil {
@@ -119,8 +119,8 @@ func TestHandOffRacingCancellation(t *testing.T) {
 	w2 := lockAsync(w2ctx, m)
 	require.Eventually(t, func() bool { return queueLen(c, name) == 2 }, 2*time.Second, tick)
 
-	hField := c.field(ownerFrom(hctx)).String()
-	w1Field, w2Field := c.field(ownerFrom(w1ctx)).String(), c.field(ownerFrom(w2ctx)).String()
+	hField := ownerFrom(hctx).field(c.id).String()
+	w1Field, w2Field := ownerFrom(w1ctx).field(c.id).String(), ownerFrom(w2ctx).field(c.id).String()
 	g := newGate(t)
 	f.setHooks(fakeHooks{beforeRelease: func(_ context.Context, a lua.ReleaseArgs) error {
 		if a.Field.String() == hField {
@@ -188,7 +188,7 @@ func TestGrantVersusCancellation(t *testing.T) {
 		w := lockAsync(wctx, m)
 		require.Eventually(t, func() bool { return headSleeping(c, name, time.Second) }, 2*time.Second, tick)
 
-		hField := c.field(ownerFrom(hctx)).String()
+		hField := ownerFrom(hctx).field(c.id).String()
 		switch i % 4 {
 		case 0: // the release has named W as successor, its script has not run
 			f.setHooks(fakeHooks{beforeRelease: func(_ context.Context, a lua.ReleaseArgs) error {
@@ -323,7 +323,7 @@ func TestLostHoldWakesHead(t *testing.T) {
 	h := holdOfCtx(c, hctx, name)
 	require.NotNil(t, h)
 	f.free()
-	c.onLost(h)(errors.New("gone"))
+	c.lose(h, errors.New("gone"))
 
 	r := result(t, w, time.Second)
 	require.NoError(t, r.err)
@@ -335,7 +335,7 @@ func TestLostHoldWakesHead(t *testing.T) {
 	require.ErrorIs(t, hl.Err(), ErrLockLost)
 	require.ErrorIs(t, hl.Unlock(ctx), ErrNotHeld)
 	holder, _ := f.state()
-	require.Equal(t, c.field(ownerFrom(wctx)).String(), holder)
+	require.Equal(t, ownerFrom(wctx).field(c.id).String(), holder)
 	require.NoError(t, r.l.Unlock(wctx))
 	requireSettled(t, f, c)
 }
@@ -378,7 +378,7 @@ func TestReleaseUnknownOutcomeAfterHandOff(t *testing.T) {
 	c := newFakeClient(t, f)
 	const name = "unknown"
 	hctx, hl, wctx, _, w := unknownSetup(t, f, c, name)
-	hField, wField := c.field(ownerFrom(hctx)).String(), c.field(ownerFrom(wctx)).String()
+	hField, wField := ownerFrom(hctx).field(c.id).String(), ownerFrom(wctx).field(c.id).String()
 	f.setHooks(fakeHooks{afterRelease: loseFirstReply(hField, errLostReply)})
 
 	err := hl.Unlock(hctx)
@@ -411,7 +411,7 @@ func TestReleaseUnknownOutcomeWaiterCancelledDuringAttempt(t *testing.T) {
 	c := newFakeClient(t, f)
 	const name = "unknown-attempt"
 	hctx, hl, wctx, cancelW, w := unknownSetup(t, f, c, name)
-	hField, wField := c.field(ownerFrom(hctx)).String(), c.field(ownerFrom(wctx)).String()
+	hField, wField := ownerFrom(hctx).field(c.id).String(), ownerFrom(wctx).field(c.id).String()
 	g := newGate(t)
 	f.setHooks(fakeHooks{
 		afterRelease: loseFirstReply(hField, errLostReply),
@@ -447,7 +447,7 @@ func TestReleaseUnknownOutcomeWaiterCancelledAfterRelease(t *testing.T) {
 		c := newFakeClientOn(t, rdb, f)
 		const name = "unknown-cancel"
 		hctx, hl, wctx, cancelW, w := unknownSetup(t, f, c, name)
-		f.setHooks(fakeHooks{afterRelease: loseFirstReply(c.field(ownerFrom(hctx)).String(), errLostReply)})
+		f.setHooks(fakeHooks{afterRelease: loseFirstReply(ownerFrom(hctx).field(c.id).String(), errLostReply)})
 
 		require.ErrorIs(t, hl.Unlock(hctx), errLostReply)
 		cancelW()
@@ -460,7 +460,7 @@ func TestReleaseUnknownOutcomeWaiterCancelledAfterRelease(t *testing.T) {
 		require.NoError(t, hl.Unlock(hctx))
 		holder, count := f.state()
 		require.Empty(t, holder, "iteration %d: orphan hold (W's field: %v) count %d after W's Lock returned %v",
-			i, holder == c.field(ownerFrom(wctx)).String(), count, r.err)
+			i, holder == ownerFrom(wctx).field(c.id).String(), count, r.err)
 		requireSettled(t, f, c)
 		require.NoError(t, c.Close())
 	}
@@ -478,7 +478,7 @@ func TestUnsureClearedByAttemptThatNeverRan(t *testing.T) {
 	c := newFakeClient(t, f)
 	const name = "unsure"
 	hctx, hl, wctx, cancelW, w := unknownSetup(t, f, c, name)
-	hField, wField := c.field(ownerFrom(hctx)).String(), c.field(ownerFrom(wctx)).String()
+	hField, wField := ownerFrom(hctx).field(c.id).String(), ownerFrom(wctx).field(c.id).String()
 
 	// Another goroutine of W's owner tries the lock; its call is held in the
 	// fake, and then fails with an error reply, without effect.
@@ -530,7 +530,7 @@ func TestUnsureClearedByAttemptErrorReply(t *testing.T) {
 	c := newFakeClient(t, f)
 	const name = "unsure-reply"
 	hctx, hl, wctx, _, w := unknownSetup(t, f, c, name)
-	hField, wField := c.field(ownerFrom(hctx)).String(), c.field(ownerFrom(wctx)).String()
+	hField, wField := ownerFrom(hctx).field(c.id).String(), ownerFrom(wctx).field(c.id).String()
 	f.setHooks(fakeHooks{
 		afterRelease: loseFirstReply(hField, errLostReply),
 		beforeAcquire: func(_ context.Context, a lua.AcquireArgs) error {
@@ -584,7 +584,7 @@ func TestHandOffStreakYieldsToOtherClients(t *testing.T) {
 	var done []<-chan error
 	for i := range n {
 		wctx := WithOwner(ctx)
-		fields[i] = a.field(ownerFrom(wctx)).String()
+		fields[i] = ownerFrom(wctx).field(a.id).String()
 		done = append(done, lockUnlockAsync(wctx, a.NewMutex(name)))
 		require.Eventually(t, func() bool { return queueLen(a, name) == i+1 }, 2*time.Second, tick)
 	}
@@ -659,7 +659,7 @@ func TestCloseDuringHandOff(t *testing.T) {
 		require.NoError(t, err)
 		w := lockAsync(WithOwner(ctx), m)
 		require.Eventually(t, func() bool { return headSleeping(c, name, time.Second) }, 2*time.Second, tick)
-		hField := c.field(ownerFrom(hctx)).String()
+		hField := ownerFrom(hctx).field(c.id).String()
 		g := newGate(t)
 		f.setHooks(fakeHooks{beforeRelease: func(_ context.Context, a lua.ReleaseArgs) error {
 			if a.Field.String() == hField {

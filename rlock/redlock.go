@@ -125,7 +125,7 @@ func (r *RedLock) round(ctx context.Context, lo lockOptions) (*MultiLease, error
 	if ownerFrom(ctx) == nil {
 		ctx = WithOwner(ctx)
 	}
-	lease := r.parts[0].c.leaseOf(lo).Duration()
+	lease := lo.lease(r.parts[0].c.watched).Duration()
 	start := time.Now()
 	leases, errs := r.tryAll(ctx, lo, min(max(lease/20, 10*time.Millisecond), time.Second))
 	validity := lease - time.Since(start) - (lease/100 + 2*time.Millisecond)

@@ -21,7 +21,7 @@ func (c *Client) release(ctx context.Context, l *Lease) (*Lease, error) {
 	name := l.h.e.name
 	l.h.owner.lockCalls(lockRef{c.id, name})
 	defer l.h.owner.unlockCalls(lockRef{c.id, name})
-	if a := c.pendingRelease(l); a != nil {
+	if a := l.pendingRelease(); a != nil {
 		return nil, c.resend(ctx, l, *a)
 	}
 	publish := c.publishCommand(ctx)
@@ -63,9 +63,9 @@ type releaseReq struct {
 
 // pendingRelease returns the release to send again for l, if its owner's last
 // Unlock was not confirmed.
-func (c *Client) pendingRelease(l *Lease) *lua.ReleaseArgs {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (l *Lease) pendingRelease() *lua.ReleaseArgs {
+	l.c.mu.Lock()
+	defer l.c.mu.Unlock()
 	return l.resend
 }
 
@@ -79,7 +79,7 @@ func (c *Client) resend(ctx context.Context, l *Lease, a lua.ReleaseArgs) error 
 	defer c.mu.Unlock()
 	switch {
 	case err != nil:
-		u := &UnlockUnconfirmedError{Lock: l.h.e.name, ExpiresWithin: c.expiresWithin(l.h), Err: err}
+		u := &UnlockUnconfirmedError{Lock: l.h.e.name, ExpiresWithin: l.h.expiresWithin(c.opts), Err: err}
 		var first *UnlockUnconfirmedError
 		if errors.As(l.ended.Err(), &first) {
 			u.ExpiresWithin = first.ExpiresWithin // the bound the first try stated
@@ -115,7 +115,7 @@ func (c *Client) prepareRelease(l *Lease, publish string) (releaseReq, error) {
 	}
 	req.sent = time.Now()
 	if req.a.Levels < h.count {
-		req.a.Lease = c.remainingLease(h, l)
+		req.a.Lease = h.remainingLease(l, c.watched)
 		return req, nil
 	}
 	h.beginRelease()
@@ -123,8 +123,8 @@ func (c *Client) prepareRelease(l *Lease, publish string) (releaseReq, error) {
 		req.succ = h.e.successor()
 	}
 	if req.succ != nil {
-		req.a.Successor = c.field(req.succ.o)
-		req.a.SuccessorLease = c.leaseOf(req.succ.lo)
+		req.a.Successor = req.succ.o.field(c.id)
+		req.a.SuccessorLease = req.succ.lo.lease(c.watched)
 		req.a.OnlyIfAlone = h.e.pace.onlyIfAlone()
 	}
 	return req, nil
@@ -147,7 +147,7 @@ func (c *Client) releaseFailed(req *releaseReq, err error) error {
 		err = fmt.Errorf("%w: %s: %w", ErrNotHeld, quote(name), ErrWrongType)
 	} else {
 		undo = h.e.handOffUnsure(req.succ)
-		err = c.unconfirmed(l, final, err)
+		err = l.unconfirmed(final, err)
 	}
 	switch {
 	case lost != nil:
@@ -175,7 +175,7 @@ func (c *Client) releaseFailed(req *releaseReq, err error) error {
 // so), whose lock then expires within its lease at most; otherwise the owner's
 // other leases keep the hold, whose count the next call resynchronises. c.mu
 // must be held.
-func (c *Client) unconfirmed(l *Lease, final bool, err error) error {
+func (l *Lease) unconfirmed(final bool, err error) error {
 	h := l.h
 	u := &UnlockUnconfirmedError{Lock: h.e.name, Err: err}
 	switch {
@@ -183,20 +183,9 @@ func (c *Client) unconfirmed(l *Lease, final bool, err error) error {
 		u.Others = h.gaveBack(l, 0)
 		l.ended.end(u)
 	default:
-		u.ExpiresWithin = c.expiresWithin(h)
+		u.ExpiresWithin = h.expiresWithin(l.c.opts)
 	}
 	return u
-}
-
-// expiresWithin bounds how long an ended hold may still live in Redis: a fixed
-// lease's remaining time; for a watchdog lease the watchdog timeout plus one
-// renewal interval, as a renewal round already in flight may still land. c.mu
-// must be held.
-func (c *Client) expiresWithin(h *hold) time.Duration {
-	if h.renewed() {
-		return c.opts.watchdogTimeout + c.opts.renewInterval
-	}
-	return max(time.Until(h.wd.Deadline()), 0)
 }
 
 // released applies what Redis answered to a release. again asks for the release
@@ -245,16 +234,27 @@ func (c *Client) released(req *releaseReq, r lua.ReleaseReply) (back *Lease, aga
 // timeout while a watchdog lease stays open, else the lease of the latest
 // acquisition that stays open (Redisson re-applies the last lease used). c.mu
 // must be held.
-func (c *Client) remainingLease(h *hold, releasing *Lease) lua.Millis {
+func (h *hold) remainingLease(releasing *Lease, watched lua.Millis) lua.Millis {
 	var last time.Duration
 	for _, l := range h.leases {
 		if l == releasing {
 			continue
 		}
 		if l.lease == 0 {
-			return c.watched
+			return watched
 		}
 		last = l.lease
 	}
-	return c.leaseOf(lockOptions{leaseTime: last})
+	return lockOptions{leaseTime: last}.lease(watched)
+}
+
+// expiresWithin bounds how long the ended hold h may still live in Redis: a
+// fixed lease's remaining time; for a watchdog lease the watchdog timeout plus
+// one renewal interval of the client's options o, as a renewal round already
+// in flight may still land. The client's mutex must be held.
+func (h *hold) expiresWithin(o clientOptions) time.Duration {
+	if h.renewed() {
+		return o.watchdogTimeout + o.renewInterval
+	}
+	return max(time.Until(h.wd.Deadline()), 0)
 }

@@ -37,8 +37,8 @@ type WriteMutex struct{ Mutex }
 func (c *Client) NewRWMutex(name string) *RWMutex {
 	return &RWMutex{
 		name:  name,
-		read:  ReadMutex{c.newLayoutMutex(name, lua.LayoutRead, kind{})},
-		write: WriteMutex{c.newLayoutMutex(name, lua.LayoutWrite, kind{})},
+		read:  ReadMutex{newLayoutMutex(c, name, lua.LayoutRead, kind{})},
+		write: WriteMutex{newLayoutMutex(c, name, lua.LayoutWrite, kind{})},
 	}
 }
 

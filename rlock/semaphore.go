@@ -30,7 +30,7 @@ type Semaphore struct{ o syncObject }
 // whose channel would hash to another Redis Cluster slot is refused: every call
 // returns an error matching ErrInvalidArgument.
 func (c *Client) NewSemaphore(name string) *Semaphore {
-	return &Semaphore{o: c.newSyncObject(name, "semaphore", observe.KindSemaphore, lua.CheckSemaphoreName)}
+	return &Semaphore{o: newSyncObject(c, name, "semaphore", observe.KindSemaphore, lua.CheckSemaphoreName)}
 }
 
 // Name returns the semaphore's name.

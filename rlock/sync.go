@@ -24,7 +24,7 @@ type syncObject struct {
 }
 
 // newSyncObject returns the object name of kind k, checked by check.
-func (c *Client) newSyncObject(name, noun string, k observe.Kind, check func(string) error) syncObject {
+func newSyncObject(c *Client, name, noun string, k observe.Kind, check func(string) error) syncObject {
 	o := syncObject{c: c, name: name, noun: noun, kind: k}
 	if name == "" {
 		o.bad = fmt.Errorf("%w: empty %s name", ErrInvalidArgument, noun)
@@ -81,6 +81,7 @@ func (o *syncObject) request() lua.Request { return lua.NewRequest(o.name, o.c.l
 type syncWait[T any] struct {
 	channel   string
 	wake      pubsub.WakePolicy
+	heard     func(payload string) // told every message of the channel (pubsub.Heard), if set
 	deadline  time.Time
 	acquiring bool // an ended ctx makes an error matching ErrNotAcquired
 	attempt   func(context.Context) (turn[T], error)
@@ -121,7 +122,11 @@ func (w syncWait[T]) run(ctx context.Context, o *syncObject) (T, error) {
 			return t, err
 		},
 		subscribe: func(ctx context.Context) (waker, error) {
-			s, err := c.listen(ctx, w.channel, w.wake)
+			var opts []pubsub.SubscribeOption
+			if w.heard != nil {
+				opts = append(opts, pubsub.Heard(w.heard))
+			}
+			s, err := c.listen(ctx, w.channel, w.wake, opts...)
 			sub = s
 			return s, o.wrap(err)
 		},

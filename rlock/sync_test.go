@@ -19,14 +19,15 @@ func TestSemaphoreWake(t *testing.T) {
 	}
 }
 
-// A latch message wakes every awaiter and is counted: "0" opened, "1" reset
-// or deleted; others only wake.
+// A latch message wakes every awaiter, and each awaiter counts what it hears:
+// "0" opened, "1" reset or deleted; others only wake.
 func TestLatchNewsWake(t *testing.T) {
 	var n latchNews
 	seen := n.snapshot()
-	require.Equal(t, pubsub.All, n.wake("1"))
-	require.Equal(t, pubsub.All, n.wake("0"))
-	require.Equal(t, pubsub.All, n.wake("7"))
+	for _, payload := range []string{"1", "0", "7"} {
+		require.Equal(t, pubsub.All, latchWake(payload))
+		n.count(payload)
+	}
 	now := n.snapshot()
 	require.Equal(t, seen.opened+1, now.opened)
 	require.Equal(t, seen.reset+1, now.reset)

@@ -33,14 +33,6 @@ func (c *Client) holdOf(o *owner, lk *lockDef) *hold {
 	return nil
 }
 
-// leaseOf returns the lease a hold's acquisition gives the lock in Redis.
-func (c *Client) leaseOf(lo lockOptions) lua.Millis {
-	if lo.leaseTime > 0 {
-		return lua.NewMillis(lo.leaseTime)
-	}
-	return c.watched
-}
-
 // grant records the acquisition a of lk by o, with options lo, sent at sent,
 // that Redis confirmed (o now holds the lock a.Expected+1 times, with the
 // fencing token token on a fenced lock), and returns the new Lease. The watchdog
@@ -52,7 +44,7 @@ func (c *Client) grant(o *owner, lk *lockDef, a lua.AcquireArgs, lo lockOptions,
 	deadline := sent.Add(a.Lease.Duration())
 	if h.wd == nil {
 		h.seen = c.obs.holdStarted(lk.seen, lk.Name(), sent)
-		h.wd = c.wd.Watch(lk.Renewal(h.field.String()), deadline, h.renewed(), c.onLost(h))
+		h.wd = c.wd.Watch(lk.Renewal(h.field.String()), deadline, h.renewed(), func(reason error) { c.lose(h, reason) })
 	} else {
 		h.wd.Update(deadline, h.renewed())
 	}
@@ -97,11 +89,6 @@ func (c *Client) resync(h *hold, count int64) error {
 	}
 	h.recount(count)
 	return nil
-}
-
-// onLost returns the watchdog's callback for a hold.
-func (c *Client) onLost(h *hold) func(error) {
-	return func(reason error) { c.lose(h, reason) }
 }
 
 // checkDeadline declares h lost at once if its deadline has passed, before the

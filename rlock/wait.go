@@ -57,7 +57,7 @@ func (c *Client) acquire(ctx context.Context, lk *lockDef, o *owner, lo lockOpti
 		if err == nil || reentrant || !wait || !errors.Is(err, ErrNotAcquired) || ctx.Err() != nil {
 			return l, gaveUp(ctx, lk.Name(), err)
 		}
-		first = c.expiry(ttl)
+		first = c.opts.expiry(ttl)
 	}
 	ctx, stop := c.waitContext(ctx, deadline)
 	defer stop()
@@ -214,7 +214,7 @@ func (c *Client) step(ctx context.Context, e *lockEntry, w *waiter) (turn[*Lease
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	answered := err == nil || errors.Is(err, ErrNotAcquired) && ctx.Err() == nil
-	sleep = e.attempted(w, err == nil, answered, c.expiry(ttl))
+	sleep = e.attempted(w, err == nil, answered, c.opts.expiry(ttl))
 	switch {
 	case err == nil:
 		c.remove(e, w)
@@ -229,14 +229,4 @@ func (c *Client) locked(f func()) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f()
-}
-
-// expiry returns when a holder's lease read as ttl by an attempt just answered
-// runs out: the bound of the head's sleep. A lock without expiry (ttl < 0, set
-// by another program) is looked at again after the watchdog timeout.
-func (c *Client) expiry(ttl time.Duration) time.Time {
-	if ttl < 0 {
-		ttl = c.opts.watchdogTimeout
-	}
-	return time.Now().Add(max(ttl, time.Millisecond)) // the key expires within the millisecond
 }

@@ -55,7 +55,7 @@ func (c *Client) takeTurn(ctx context.Context, e *lockEntry, w *waiter) (*Lease,
 		attempt: func(ctx context.Context) (turn[*Lease], error) {
 			l, ttl, err := c.attempt(ctx, w.o, e.lk, w.lo)
 			if errors.Is(err, ErrNotAcquired) && ctx.Err() == nil {
-				return turn[*Lease]{sleep: time.Until(c.expiry(ttl)), timer: observe.CauseLeaseExpiry}, nil
+				return turn[*Lease]{sleep: time.Until(c.opts.expiry(ttl)), timer: observe.CauseLeaseExpiry}, nil
 			}
 			return turn[*Lease]{got: l, done: true}, err
 		},
@@ -76,7 +76,7 @@ func (c *Client) takeTurn(ctx context.Context, e *lockEntry, w *waiter) (*Lease,
 // subscribeWaiter subscribes to w's own channel on the fair lock of e, on which
 // a release wakes the queue's head.
 func (c *Client) subscribeWaiter(ctx context.Context, e *lockEntry, w *waiter) (subscription, error) {
-	s, err := c.backend.subscribe(ctx, lua.WaiterChannel(e.name, c.fieldOf(w.o, e.lk).String()))
+	s, err := c.backend.subscribe(ctx, lua.WaiterChannel(e.name, e.lk.fieldOf(w.o, c.id).String()))
 	switch {
 	case errors.Is(err, pubsub.ErrClosed):
 		return nil, ErrClosed
