@@ -862,3 +862,28 @@ func TestWatchdogFixedLeaseEndsAtDeadline(t *testing.T) {
 		return err == nil && n == 0
 	}, time.Second, 5*time.Millisecond, "the key outlived its lease")
 }
+
+// 10. A renewal round that times out (Redis frozen: SIGSTOP) is logged as a
+// failed renewal, as docs/observability.md says, before the hold is declared
+// lost. Before, only the final loss was logged: the warning was kept for errors
+// that came before the round's own deadline (a refused connection), and a frozen
+// server makes every round end by that deadline (28.5 s without one warning).
+func TestWatchdogRenewalTimeoutIsLogged(t *testing.T) {
+	srv := redistest.StartControllable(t)
+	var logs wdLogBuffer
+	c := newClient(t, srv.Client(t), rlock.WithWatchdogTimeout(1500*time.Millisecond),
+		rlock.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	ctx := testCtx(t, 30*time.Second)
+	l, err := c.NewMutex(redistest.Name(t)).Lock(ctx)
+	require.NoError(t, err)
+	require.NoError(t, srv.Signal(syscall.SIGSTOP))
+	t.Cleanup(func() { _ = srv.Signal(syscall.SIGCONT) })
+	frozen := time.Now()
+	require.Eventually(t, func() bool {
+		return strings.Contains(logs.String(), "msg="+observe.EventRenewal+" ") &&
+			strings.Contains(logs.String(), observe.AttrOutcome+"="+observe.RenewFailed.String())
+	}, 10*time.Second, 10*time.Millisecond, "a failed renewal logged; logs:\n%s", logs.String())
+	t.Logf("the renewal's failure was logged %v after the freeze", time.Since(frozen).Round(time.Millisecond))
+	<-l.Done()
+	require.ErrorIs(t, l.Err(), rlock.ErrLockLost)
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,16 +14,19 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Reasons passed to a hold's OnLost callback.
+// Reasons passed to a hold's OnLost callback. Their texts say what happened to
+// the hold, not which part noticed: they end up inside the errors users read
+// ("rlock: lock lost: \"jobs\": its fixed lease ran out"), and a fixed lease
+// is one the watchdog never renews.
 var (
 	// ErrGone: a renewal found the hold gone: the lock without the owner's
 	// field, or the semaphore without the permit (released, reclaimed once
 	// expired, or deleted).
-	ErrGone = errors.New("watchdog: the hold is no longer in Redis")
+	ErrGone = errors.New("the hold is no longer in Redis")
 	// ErrNotRenewed: no renewal was confirmed before the hold's deadline.
-	ErrNotRenewed = errors.New("watchdog: no renewal confirmed before the lease ran out")
+	ErrNotRenewed = errors.New("no renewal confirmed before the lease ran out")
 	// ErrLeaseEnded: a hold with a fixed lease reached its deadline.
-	ErrLeaseEnded = errors.New("watchdog: the fixed lease ran out")
+	ErrLeaseEnded = errors.New("its fixed lease ran out")
 )
 
 // Defaults of Options.
@@ -57,6 +61,7 @@ type Watchdog struct {
 	mu       sync.Mutex
 	deadline deadlines          // every hold, earliest deadline first
 	renewed  map[*Hold]struct{} // the holds to renew
+	byKey    map[string][]*Hold // every hold of deadline, by its key
 	closed   bool
 
 	poke   chan struct{}
@@ -94,6 +99,7 @@ func New(rdb redis.UniversalClient, opts Options) *Watchdog {
 		rdb:     rdb,
 		opts:    opts,
 		renewed: make(map[*Hold]struct{}),
+		byKey:   make(map[string][]*Hold),
 		poke:    make(chan struct{}, 1),
 		ctx:     ctx,
 		cancel:  cancel,
@@ -118,11 +124,26 @@ func (w *Watchdog) Watch(r lua.Renewal, deadline time.Time, renew bool, onLost f
 		return h
 	}
 	heap.Push(&w.deadline, h)
+	w.byKey[r.Key] = append(w.byKey[r.Key], h)
 	if renew {
 		w.renewed[h] = struct{}{}
 	}
 	w.wakeBy(deadline)
 	return h
+}
+
+// Holds returns the holds watched for r: registered, and neither stopped nor
+// lost yet.
+func (w *Watchdog) Holds(r lua.Renewal) []*Hold {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []*Hold
+	for _, h := range w.byKey[r.Key] {
+		if h.Renewal == r {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // Update changes a hold after its lease was set again (a reentrant acquire or a
@@ -143,6 +164,38 @@ func (h *Hold) Update(deadline time.Time, renew bool) {
 		delete(w.renewed, h)
 	}
 	w.wakeBy(deadline)
+}
+
+// SetDeadline records that the hold's lease was set from outside the watchdog
+// to end at d (a permit's UpdateLease): a fixed lease's deadline becomes d; a
+// renewed hold's only comes forward to d, as its next renewal gives it the
+// watchdog's lease again (and a renewal never moves a deadline back).
+func (h *Hold) SetDeadline(d time.Time) {
+	w := h.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if h.index < 0 || (h.renew && !d.Before(h.due)) {
+		return
+	}
+	h.due = d
+	heap.Fix(&w.deadline, h.index)
+	w.wakeBy(d)
+}
+
+// Lose ends the hold for reason as a round that found it gone would: it takes
+// it out of the rounds and calls its OnLost, unless it was stopped or already
+// lost. It is for news of a hold's end that reaches the client some other way
+// than a renewal (a permit released by id in the same client).
+func (h *Hold) Lose(reason error) {
+	w := h.w
+	w.mu.Lock()
+	if h.stopped || h.index < 0 {
+		w.mu.Unlock()
+		return
+	}
+	w.remove(h)
+	w.mu.Unlock()
+	h.OnLost(reason)
 }
 
 // Deadline returns when the hold's lease runs out as last confirmed: the send
@@ -211,6 +264,15 @@ func (w *Watchdog) remove(h *Hold) {
 	heap.Remove(&w.deadline, h.index)
 	h.index = -1
 	delete(w.renewed, h)
+	hs := w.byKey[h.Key]
+	if i := slices.Index(hs, h); i >= 0 {
+		hs = slices.Delete(hs, i, i+1)
+	}
+	if len(hs) == 0 {
+		delete(w.byKey, h.Key)
+	} else {
+		w.byKey[h.Key] = hs
+	}
 }
 
 // wakeBy makes sure the loop wakes by t, poking it only when it would sleep
@@ -389,7 +451,7 @@ func (w *Watchdog) send(ctx context.Context, batches [][]*Hold, sent time.Time) 
 		}
 	}
 	for i, r := range out {
-		if r.err != nil && w.opts.Logger != nil && ctx.Err() == nil {
+		if r.err != nil && w.opts.Logger != nil && w.ctx.Err() == nil { // a round's own timeout is worth a warning too
 			w.opts.Logger.Warn(observe.EventRenewal, observe.AttrOutcome, observe.RenewFailed.String(),
 				observe.AttrHolds, len(holds[i]), "error", r.err)
 		}
