@@ -172,7 +172,15 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) (err er
 	if err != nil {
 		return err
 	}
-	return s.release(ctx, raw, ids)
+	if err := s.release(ctx, raw, ids); err != nil {
+		return err
+	}
+	for _, id := range raw {
+		for _, h := range s.heldHere(id) {
+			h.Lose(errReleasedByID)
+		}
+	}
+	return nil
 }
 
 // release gives back the raw ids (shown as hexIDs in errors).

@@ -13,7 +13,9 @@ import (
 // UpdateLease gives the permit id a new lease from now (NoLease: none), after
 // reclaiming the expired permits, and reports whether the semaphore still held
 // it (Redisson's updateLeaseTime). A permit this client's watchdog renews gets
-// the watchdog's lease back at its next renewal.
+// the watchdog's lease back at its next renewal. A Permits handle of this
+// client on the permit follows: a fixed lease ends with the new one, a renewed
+// one no later than it.
 func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease time.Duration) (_ bool, err error) {
 	ctx, ob := s.o.startCall(ctx, observe.OpUpdateLease)
 	defer ob.endCall(&err)
@@ -24,14 +26,25 @@ func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease t
 	if lease <= 0 && lease != NoLease {
 		return false, fmt.Errorf("%w: lease %v: give a positive lease, or NoLease", ErrInvalidArgument, lease)
 	}
-	now := time.Now().UnixMilli()
-	expiry := lua.NoExpiry
+	sent := time.Now()
+	now := sent.UnixMilli()
+	expiry, deadline := lua.NoExpiry, sent.Add(noDeadline)
 	if lease > 0 {
 		expiry = now + max(lease.Milliseconds(), 1)
+		deadline = permitDeadline(sent, expiry, lease)
 	}
 	ok, err := s.keys.SetLease(ctx, s.o.c.rdb, raw[0], expiry, now, s.o.c.publishCommand(ctx))
+	if ok {
+		for _, h := range s.heldHere(raw[0]) {
+			h.SetDeadline(deadline)
+		}
+	}
 	return ok, s.o.wrap(err)
 }
+
+// noDeadline is how far a permit without lease (NoLease) is from its handle's
+// deadline: a century.
+const noDeadline = 100 * 365 * 24 * time.Hour
 
 // LeaseTime returns how long the permit id has left, or NoLease for a permit
 // without lease, after reclaiming the expired permits (Redisson's

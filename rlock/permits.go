@@ -66,6 +66,13 @@ func permitDeadline(sent time.Time, expiry int64, life time.Duration) time.Time 
 	return sent.Add(min(time.UnixMilli(expiry).Sub(sent), life))
 }
 
+// heldHere returns the watchdog holds of this client's Permits handles on the
+// permit raw (16 raw bytes) of s: what a release or lease update by id in this
+// client tells at once.
+func (s *ExpirableSemaphore) heldHere(raw string) []*watchdog.Hold {
+	return s.o.c.wd.Holds(lua.PermitRenewal(s.o.name, raw))
+}
+
 // Name returns the semaphore's name.
 func (p *Permits) Name() string { return p.s.o.name }
 
@@ -110,9 +117,18 @@ func (p *Permits) checkDeadline() {
 	}
 }
 
-// lose ends p, lost for reason (a watchdog's), and reports it.
+// errReleasedByID is why a Permits handle ends when this client's
+// ExpirableSemaphore.Release gave one of its permits back by id.
+var errReleasedByID = errors.New("released by id with ExpirableSemaphore.Release")
+
+// lose ends p, lost for reason (a watchdog's), and reports it; given back by
+// id in this client (errReleasedByID), it ends released, not lost.
 func (p *Permits) lose(reason error) {
 	c := p.s.o.c
+	if errors.Is(reason, errReleasedByID) {
+		p.finish(fmt.Errorf("%w: semaphore %s: permits %v: %w", ErrReleased, quote(p.s.o.name), p.IDs(), reason))
+		return
+	}
 	err := fmt.Errorf("%w: semaphore %s: permits %v: %w", ErrPermitLost, quote(p.s.o.name), p.IDs(), reason)
 	if p.finish(err) {
 		c.obs.lost(observe.KindExpirableSemaphore, p.s.o.name, err)
