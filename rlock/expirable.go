@@ -176,7 +176,7 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) (err er
 		return err
 	}
 	for _, id := range raw {
-		for _, h := range s.heldHere(id) {
+		for _, h := range s.holdsHere(id) {
 			h.Lose(errReleasedByID)
 		}
 	}

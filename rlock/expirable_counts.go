@@ -35,7 +35,7 @@ func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease t
 	}
 	ok, err := s.keys.SetLease(ctx, s.o.c.rdb, raw[0], expiry, now, s.o.c.publishCommand(ctx))
 	if ok {
-		for _, h := range s.heldHere(raw[0]) {
+		for _, h := range s.holdsHere(raw[0]) {
 			h.SetDeadline(deadline)
 		}
 	}

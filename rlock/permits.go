@@ -66,10 +66,10 @@ func permitDeadline(sent time.Time, expiry int64, life time.Duration) time.Time 
 	return sent.Add(min(time.UnixMilli(expiry).Sub(sent), life))
 }
 
-// heldHere returns the watchdog holds of this client's Permits handles on the
+// holdsHere returns the watchdog holds of this client's Permits handles on the
 // permit raw (16 raw bytes) of s: what a release or lease update by id in this
 // client tells at once.
-func (s *ExpirableSemaphore) heldHere(raw string) []*watchdog.Hold {
+func (s *ExpirableSemaphore) holdsHere(raw string) []*watchdog.Hold {
 	return s.o.c.wd.Holds(lua.PermitRenewal(s.o.name, raw))
 }
 

@@ -15,20 +15,24 @@ import (
 // deadline) or ctx is done. When it fails because the lock is held, the error
 // names the owner of this client that holds it, if one does.
 func (c *Client) lock(ctx context.Context, lk *lockDef, o *owner, lo lockOptions, wait bool, deadline time.Time) (*Lease, error) {
-	if o == nil {
+	implicit := o == nil
+	if implicit {
 		o = newOwner()
 	}
 	l, err := c.acquire(ctx, lk, o, lo, wait, deadline)
 	if errors.Is(err, ErrNotAcquired) {
-		err = c.heldHere(lk, err)
+		err = c.nameHolder(lk, err, implicit)
 	}
 	return l, err
 }
 
-// heldHere adds to err, a failed acquisition of lk, which owner of this client
-// holds lk, if one does: most often the caller's own code, with a ctx that does
-// not carry the holder's owner (see WithOwner).
-func (c *Client) heldHere(lk *lockDef, err error) error {
+// nameHolder adds to err, a failed acquisition of lk, which owner of this
+// client holds lk, if one does. When the caller's ctx carried no owner (implicit),
+// it adds why that matters: most often the caller's own code holds the lock
+// with a ctx that carried one, and the call waits for it like sync.Mutex (see
+// WithOwner). Two owners of one client that contend, each with its own
+// WithOwner, are ordinary contention: the holder is named, nothing more.
+func (c *Client) nameHolder(lk *lockDef, err error, implicit bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, id := range lk.keyIDs() {
@@ -36,7 +40,10 @@ func (c *Client) heldHere(lk *lockDef, err error) error {
 		if e == nil || len(e.holds) == 0 || lk.shared() && e.lk.shared() {
 			continue // read holds do not keep a reader out
 		}
-		return fmt.Errorf("%w (held in this client by owner %d: a call whose ctx does not carry that owner waits for it "+
+		if !implicit {
+			return fmt.Errorf("%w (held in this client by owner %d)", err, e.holds[0].owner.id)
+		}
+		return fmt.Errorf("%w (held in this client by owner %d: a call whose ctx carries no owner waits for it "+
 			"like sync.Mutex, even on the same goroutine; see WithOwner)", err, e.holds[0].owner.id)
 	}
 	return err
