@@ -411,10 +411,17 @@ func TestRedisUnreachableIsAnError(t *testing.T) {
 	require.Error(t, err)
 	require.False(t, errors.Is(err, rlock.ErrNotHeld))
 	require.ErrorIs(t, err, rlock.ErrUnlockUnconfirmed)
+	require.ErrorIs(t, err, rlock.ErrUnreachable)
 	require.ErrorIs(t, l.Err(), rlock.ErrUnlockUnconfirmed, "the lease ends with a failed unlock: never a renewed orphan")
-	_, err = c.NewMutex(name + "2").TryLock(ctx)
-	require.Error(t, err)
-	_, err = c.NewMutex(name + "2").Lock(ctx)
-	require.Error(t, err)
+	for _, lock := range []func() error{
+		func() error { _, err := c.NewMutex(name + "2").TryLock(ctx); return err },
+		func() error { _, err := c.NewMutex(name + "2").Lock(ctx); return err },
+		func() error { return c.NewSemaphore(name + "3").TryAcquire(ctx, 1) },
+	} {
+		err := lock()
+		require.ErrorIs(t, err, rlock.ErrUnreachable)
+		require.Contains(t, err.Error(), "cannot reach Redis at "+srv.Addr+": ", "says where Redis was expected")
+		require.NotContains(t, err.Error(), "rlock: cannot", "one prefix")
+	}
 	require.Less(t, time.Since(start), 10*time.Second)
 }

@@ -92,15 +92,17 @@ func (c *Client) acquired(o *owner, lk *lockDef, a lua.AcquireArgs, lo lockOptio
 }
 
 // acquireFailed turns a failed acquire into the caller's error. When the call
-// may have run and only its reply was lost, the acquisition is undone.
+// may have run and only its reply was lost, the acquisition is undone; not
+// when it never left the client (Redis refused the connection: the undo would
+// fail the same way, after as long again).
 func (c *Client) acquireFailed(a lua.AcquireArgs, err error) error {
 	if lua.IsWrongType(err) {
 		return fmt.Errorf("%w: %s is not a lock", ErrWrongType, quote(a.Lock.Name()))
 	}
-	if !isReply(err) {
+	if !isReply(err) && !notSent(err) {
 		c.undoAcquire(a)
 	}
-	return fmt.Errorf("rlock: lock %s: %w", quote(a.Lock.Name()), err)
+	return fmt.Errorf("rlock: lock %s: %w", quote(a.Lock.Name()), unreachable(c.where, err))
 }
 
 // adopt takes Redis' count of o's holds on name, which disagreed with the

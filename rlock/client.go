@@ -3,7 +3,9 @@ package rlock
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +38,7 @@ type Client struct {
 	// deadlines: go-redis applies a ctx's deadline to its sockets
 	// (ContextTimeoutEnabled), so that the release timeout bounds a release.
 	deadlines bool
+	where     string    // where Redis is, for errors: an address, a cluster's seeds
 	obs       observers // WithObserver's, and its optional interfaces
 
 	ctx    context.Context // cancelled, with cause ErrClosed, by Close
@@ -129,6 +132,7 @@ func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 		obs:       newObservers(o),
 		latchTTL:  lua.NewMillis(retryWindow(rdb)),
 		deadlines: honoursDeadlines(rdb),
+		where:     whereIs(rdb),
 		watched:   lua.NewMillis(o.watchdogTimeout),
 		ctx:       ctx,
 		cancel:    cancel,
@@ -309,6 +313,24 @@ func checkName(name string) error {
 		return fmt.Errorf("%w: lock name %s: %w", ErrInvalidArgument, quote(name), err)
 	}
 	return nil
+}
+
+// whereIs says where rdb's Redis is, for errors: the address of a
+// *redis.Client, the seeds of a Cluster or a Ring.
+func whereIs(rdb redis.UniversalClient) string {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		if a := c.Options().Addr; a != "FailoverClient" { // NewFailoverClient's placeholder
+			return a
+		}
+		return "the primary the Sentinels name"
+	case *redis.ClusterClient:
+		return "cluster " + strings.Join(c.Options().Addrs, ",")
+	case *redis.Ring:
+		addrs := slices.Sorted(maps.Values(c.Options().Addrs))
+		return "ring " + strings.Join(addrs, ",")
+	}
+	return "the client's Redis"
 }
 
 // honoursDeadlines reports whether rdb applies a ctx's deadline to its sockets

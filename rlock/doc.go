@@ -71,8 +71,23 @@
 // Errors are values wrapping the sentinels of this package (ErrNotAcquired,
 // ErrNotHeld, ErrLockLost, ErrUnlocked, ErrUnlockUnconfirmed, ErrWrongType,
 // ErrConflict, ErrNonReentrant, ErrUpgrade, ErrNotReplicated, ErrClosed,
-// ErrInvalidArgument, and for the synchronizers ErrPermitLost, ErrNoSuchPermit,
-// ErrReleased, ErrLatchDeleted); test them with errors.Is. Two carry data:
-// *NotReplicatedError and *UnlockUnconfirmedError. Redis errors are wrapped as
-// they come.
+// ErrInvalidArgument, ErrUnreachable, and for the synchronizers ErrPermitLost,
+// ErrNoSuchPermit, ErrReleased, ErrLatchDeleted); test them with errors.Is. Two
+// carry data: *NotReplicatedError and *UnlockUnconfirmedError. Other Redis
+// errors are wrapped as they come, with the script's hash and line taken off
+// an error raised inside a script (servers word those differently).
+//
+// # Redis down
+//
+// A call that cannot reach Redis fails with an error matching ErrUnreachable
+// that says where Redis was expected ("rlock: lock "jobs": cannot reach Redis at
+// 10.0.0.5:6379: dial tcp …: connection refused"). How long it tries first is
+// go-redis' to say, through the options of the client given to New: it sends a
+// command up to MaxRetries+1 times (4 by default), each time dialling up to
+// DialerRetries times (5) DialerRetryTimeout apart (100 ms) within DialTimeout
+// (5 s); so a refused connection fails a call after about 1.7 s, and a server
+// that accepts connections but does not answer after ReadTimeout (3 s) per
+// try. A command that never left the client is not undone. go-redis also logs
+// each failed dial through its own logger (redis.SetLogger), which a library
+// must leave to the program.
 package rlock

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -95,7 +98,50 @@ var (
 	// waited for was deleted (its delete message heard, its key gone) rather
 	// than counted down to zero.
 	ErrLatchDeleted = errors.New("rlock: latch deleted while awaited")
+
+	// ErrUnreachable: a call could not reach Redis: the connection was refused
+	// or could not be made, it broke, or the server stopped answering. The error
+	// says where Redis was expected and wraps go-redis's own. go-redis decides
+	// how long a call tries before it gives up: MaxRetries (3) retries, each
+	// dialling up to DialerRetries (5) times DialerRetryTimeout (100 ms) apart
+	// within DialTimeout, and ReadTimeout (3 s) for a server that accepted the
+	// connection but does not answer (the package documentation, "Redis down").
+	ErrUnreachable = errors.New("rlock: cannot reach Redis")
 )
+
+// unreachable returns err, or, when it says Redis could not be reached (a
+// dial that failed, a connection reset or closed, a read that timed out), a
+// *reachError that matches ErrUnreachable and says where Redis was expected. A
+// ctx that ended is not Redis' failure: its error is returned as it is.
+func unreachable(where string, err error) error {
+	var ne net.Error
+	switch {
+	case err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+		return err
+	case errors.As(err, &ne), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF):
+		return &reachError{where: where, err: err}
+	}
+	return err
+}
+
+// reachError is the error of a call that could not reach Redis at where. It
+// matches ErrUnreachable and unwraps to go-redis' error; it reads "cannot
+// reach Redis at 127.0.0.1:6379: dial tcp …" inside the error of the call.
+type reachError struct {
+	where string
+	err   error
+}
+
+func (e *reachError) Error() string        { return "cannot reach Redis at " + e.where + ": " + e.err.Error() }
+func (e *reachError) Is(target error) bool { return target == ErrUnreachable }
+func (e *reachError) Unwrap() error        { return e.err }
+
+// notSent reports whether err says a command never left the client: its
+// connection could not be made. Its outcome is known: it did not run.
+func notSent(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial"
+}
 
 // errWaitElapsed is the cause of a wait ended by TryLock's wait time.
 var errWaitElapsed = errors.New("wait time elapsed")

@@ -372,7 +372,7 @@ func (g *gate) waitEntered(t *testing.T) {
 // end of the test.
 func newFakeClient(t *testing.T, f *fakeLock, opts ...ClientOption) *Client {
 	t.Helper()
-	rdb, _ := unreachable(t)
+	rdb, _ := noServer(t)
 	return newFakeClientOn(t, rdb, f, opts...)
 }
 

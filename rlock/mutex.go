@@ -253,5 +253,5 @@ func (m *Mutex) wrap(err error) error {
 	if lua.IsWrongType(err) {
 		return fmt.Errorf("%w: %s is not a lock", ErrWrongType, quote(m.name))
 	}
-	return fmt.Errorf("rlock: %s: %w", quote(m.name), err)
+	return fmt.Errorf("rlock: %s: %w", quote(m.name), unreachable(m.c.where, err))
 }

@@ -173,7 +173,7 @@ func TestHandOffRacingCancellation(t *testing.T) {
 // A waiter's ctx ends at the instant a release hands it the lock: Lock returns
 // either a lease or an error, never both, and no hold is left behind.
 func TestGrantVersusCancellation(t *testing.T) {
-	rdb, _ := unreachable(t)
+	rdb, _ := noServer(t)
 	const name = "grant"
 	var granted, cancelled int
 	for i := range 200 {
@@ -441,7 +441,7 @@ func TestReleaseUnknownOutcomeWaiterCancelledDuringAttempt(t *testing.T) {
 // The same, but W's ctx ends right after the failed release, racing W's wake-up.
 // Repeated, since which of the two W sees first is up to the scheduler.
 func TestReleaseUnknownOutcomeWaiterCancelledAfterRelease(t *testing.T) {
-	rdb, _ := unreachable(t)
+	rdb, _ := noServer(t)
 	for i := range 100 {
 		f := newFakeLock()
 		c := newFakeClientOn(t, rdb, f)
@@ -569,7 +569,7 @@ func lockUnlockAsync(ctx context.Context, m *Mutex) <-chan error {
 // waiter gets a turn; everyone acquires in the end.
 func TestHandOffStreakYieldsToOtherClients(t *testing.T) {
 	f := newFakeLock()
-	rdb, _ := unreachable(t)
+	rdb, _ := noServer(t)
 	a, b := newFakeClientOn(t, rdb, f), newFakeClientOn(t, rdb, f)
 	const name = "streak"
 	ctx := testCtx(t)
@@ -647,7 +647,7 @@ func TestCloseWhileWaiting(t *testing.T) {
 // not left yet, Lock returns a lease after Close that never ends (Close's doc:
 // leases end with ErrClosed).
 func TestCloseDuringHandOff(t *testing.T) {
-	rdb, _ := unreachable(t)
+	rdb, _ := noServer(t)
 	const name = "close-handoff"
 	for i := range 50 {
 		f := newFakeLock()

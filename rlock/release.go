@@ -147,7 +147,7 @@ func (c *Client) releaseFailed(req *releaseReq, err error) error {
 		err = fmt.Errorf("%w: %s: %w", ErrNotHeld, quote(name), ErrWrongType)
 	} else {
 		undo = h.e.handOffUnsure(req.succ)
-		err = l.unconfirmed(final, err)
+		err = l.unconfirmed(final, unreachable(c.where, err))
 	}
 	switch {
 	case lost != nil:

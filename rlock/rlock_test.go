@@ -26,9 +26,9 @@ func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	return func(ctx context.Context, cmds []redis.Cmder) error { h.n.Add(1); return next(ctx, cmds) }
 }
 
-// unreachable returns a client of a server that does not exist, and a counter of
+// noServer returns a client of a server that does not exist, and a counter of
 // the commands it tried to send.
-func unreachable(t *testing.T) (*redis.Client, *countHook) {
+func noServer(t *testing.T) (*redis.Client, *countHook) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	h := &countHook{}
 	rdb.AddHook(h)
@@ -37,7 +37,7 @@ func unreachable(t *testing.T) (*redis.Client, *countHook) {
 }
 
 func TestNewValidatesOptions(t *testing.T) {
-	rdb, _ := unreachable(t)
+	rdb, _ := noServer(t)
 	_, err := New(nil)
 	require.ErrorIs(t, err, ErrInvalidArgument)
 	for _, opt := range []ClientOption{
@@ -59,7 +59,7 @@ func TestNewValidatesOptions(t *testing.T) {
 }
 
 func TestBadInputFailsBeforeAnyRoundTrip(t *testing.T) {
-	rdb, sent := unreachable(t)
+	rdb, sent := noServer(t)
 	c, err := New(rdb)
 	require.NoError(t, err)
 	defer c.Close()
@@ -104,7 +104,7 @@ func TestBadInputFailsBeforeAnyRoundTrip(t *testing.T) {
 }
 
 func TestRedisDownIsAnErrorNotAHang(t *testing.T) {
-	rdb, _ := unreachable(t)
+	rdb, _ := noServer(t)
 	c, err := New(rdb)
 	require.NoError(t, err)
 	defer c.Close()
@@ -122,7 +122,7 @@ func TestRedisDownIsAnErrorNotAHang(t *testing.T) {
 }
 
 func TestClosedClient(t *testing.T) {
-	rdb, sent := unreachable(t)
+	rdb, sent := noServer(t)
 	c, err := New(rdb)
 	require.NoError(t, err)
 	require.NoError(t, c.Close())
@@ -169,7 +169,7 @@ func TestNewRejectsTypedNilClient(t *testing.T) {
 
 // A count that keeps changing under an owner's call is ErrConflict, on both sides.
 func TestConflictIsTyped(t *testing.T) {
-	rdb, _ := unreachable(t)
+	rdb, _ := noServer(t)
 	c, err := New(rdb)
 	require.NoError(t, err)
 	defer c.Close()
@@ -203,7 +203,7 @@ func TestConflictIsTyped(t *testing.T) {
 // An attempt cut short by ctx (the round trip itself fails with ctx's error)
 // still matches ErrNotAcquired as well as ctx.Err(), and is undone.
 func TestAttemptCutByCtxMatchesNotAcquired(t *testing.T) {
-	rdb, _ := unreachable(t)
+	rdb, _ := noServer(t)
 	c, err := New(rdb)
 	require.NoError(t, err)
 	defer c.Close()
@@ -228,4 +228,18 @@ func TestAttemptCutByCtxMatchesNotAcquired(t *testing.T) {
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 	}
 	require.Equal(t, int64(2), undos.Load(), "each cut attempt is undone")
+}
+
+// An acquisition whose connection was refused never ran: it is not undone (a
+// release that would fail the same way, after as long again), and its error
+// matches ErrUnreachable and says where Redis was expected.
+func TestRefusedAcquisitionIsNotUndone(t *testing.T) {
+	rdb, sent := noServer(t)
+	c, err := New(rdb)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.NewMutex("x").TryLock(context.Background())
+	require.ErrorIs(t, err, ErrUnreachable)
+	require.Contains(t, err.Error(), `rlock: lock "x": cannot reach Redis at 127.0.0.1:1: `)
+	require.Equal(t, int64(1), sent.n.Load(), "one command: the acquisition, no undo")
 }

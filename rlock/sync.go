@@ -69,7 +69,7 @@ func (o *syncObject) wrap(err error) error {
 	case errors.Is(err, pubsub.ErrClosed):
 		return ErrClosed
 	}
-	return fmt.Errorf("rlock: %s %s: %w", o.noun, quote(o.name), err)
+	return fmt.Errorf("rlock: %s %s: %w", o.noun, quote(o.name), unreachable(o.c.where, err))
 }
 
 // request returns a new request key for a call that changes a count (see
