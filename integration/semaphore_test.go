@@ -592,3 +592,36 @@ func TestSemaphoreWaitTime(t *testing.T) {
 			k.kind, wait, took.Round(time.Millisecond), g.at.Sub(released).Round(time.Microsecond))
 	})
 }
+
+// TestSemaphoreNotAcquiredSaysWhy: a semaphore that was never created says so
+// (TrySetPermits creates it), one with too few permits says that: both kinds,
+// TryAcquire without a wait time (a wait that runs out says so instead). A bad
+// argument is named alone.
+func TestSemaphoreNotAcquiredSaysWhy(t *testing.T) {
+	admin, c, _ := setup(t)
+	ctx := testCtx(t, 30*time.Second)
+	for _, k := range syncKinds {
+		name := redistest.Name(t) + ":" + k.name
+		t.Cleanup(func() { admin.Del(context.Background(), name, syncTimeoutKey(name)) })
+		_, err := k.try(ctx, c, name, 1, 0)
+		require.ErrorIs(t, err, rlock.ErrNotAcquired)
+		require.Contains(t, err.Error(), "does not exist (TrySetPermits creates it)", k.kind)
+		answer(k.set(ctx, c, name, 1)).is(t, true)
+		_, err = k.try(ctx, c, name, 2, 0)
+		require.ErrorIs(t, err, rlock.ErrNotAcquired)
+		require.Contains(t, err.Error(), "has fewer than 2 permits available", k.kind)
+	}
+	s := c.NewSemaphore(redistest.Name(t))
+	_, err := s.TrySetPermits(ctx, -1, 0)
+	require.ErrorIs(t, err, rlock.ErrInvalidArgument)
+	require.Contains(t, err.Error(), "negative permits -1")
+	require.NotContains(t, err.Error(), "time to live")
+	_, err = s.TrySetPermits(ctx, 1, -time.Second)
+	require.ErrorIs(t, err, rlock.ErrInvalidArgument)
+	require.Contains(t, err.Error(), "negative time to live -1s")
+	require.NotContains(t, err.Error(), "permits")
+	_, err = c.NewExpirableSemaphore(redistest.Name(t)).TryAcquire(ctx, 1, rlock.WithPermitLease(-time.Second))
+	require.ErrorIs(t, err, rlock.ErrInvalidArgument)
+	require.Contains(t, err.Error(), "negative lease -1s")
+	require.NotContains(t, err.Error(), "wait time")
+}

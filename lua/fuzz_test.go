@@ -752,6 +752,9 @@ func replyDecoders() []decoder {
 				if s == "OK" && r.err == nil {
 					return outcome{val: PermitTry{Acquired: true, Expiry: NoExpiry}}
 				}
+				if s == "absent" && r.err == nil {
+					return outcome{val: PermitTry{Absent: true}}
+				}
 				for _, prefix := range []string{"=", ":"} {
 					ms, ok := strings.CutPrefix(s, prefix)
 					if !ok || r.err != nil {
@@ -817,7 +820,7 @@ func replyDecoders() []decoder {
 		}, one},
 		{"SemaphoreAcquire", func(ctx context.Context, rdb *redis.Client) (any, error) {
 			return SemaphoreAcquire(ctx, rdb, "fuzz", 2, req)
-		}, one},
+		}, self},
 		{"SemaphoreRelease", func(ctx context.Context, rdb *redis.Client) (any, error) {
 			return SemaphoreRelease(ctx, rdb, "fuzz", 2, true, Publish, req)
 		}, one},

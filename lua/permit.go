@@ -64,6 +64,8 @@ type PermitTry struct {
 	// lease (epoch ms, the writer's clock): the semaphore may have permits to
 	// give then, with no message. 0: no permit has a lease.
 	NextExpiry int64
+	// Absent, when not acquired, says the semaphore does not exist.
+	Absent bool
 }
 
 // Acquire takes len(ids) permits with the ids (raw, NewPermitID), expiring at
@@ -95,6 +97,9 @@ func (p Permit) Acquire(ctx context.Context, rdb Processor, ids []string, expiry
 	}
 	if next, ok := scoreAfter(s, ":"); ok {
 		return PermitTry{NextExpiry: next}, nil
+	}
+	if s == "absent" {
+		return PermitTry{Absent: true}, nil
 	}
 	return PermitTry{}, fmt.Errorf("lua: unexpected acquire reply %v", v)
 }

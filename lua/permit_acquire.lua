@@ -22,8 +22,9 @@
 --    of ids that were not in Z (an expired id of an earlier execution that no
 --    reclaim took is still counted as acquired: it is taken afresh, not twice),
 --    give Z N's time to live if N has one, and return 'OK'.
--- 4. Else return ':' .. the earliest expiry of a permit with a lease, or nil
---    when none has one: when the caller may attempt again without a message.
+-- 4. Else return ':' .. the earliest expiry of a permit with a lease: when the
+--    caller may attempt again without a message; 'absent' when there is none
+--    and N does not exist; nil otherwise.
 local held = redis.call('zscore', KEYS[2], ARGV[5])
 if held then
   local t = redis.call('time')
@@ -51,6 +52,9 @@ return counted(nil, KEYS[1], function()
   local first = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
   if first[1] ~= nil and first[2] ~= '922337203685477' then
     return ':' .. first[2]
+  end
+  if v == nil then
+    return 'absent'
   end
   return nil
 end)

@@ -5,10 +5,13 @@
 -- ARGV[1]  n >= 1
 -- ARGV[2]  request key time to live in ms
 --
--- Returns 1 when N held at least n and was decremented by n, else 0 (N absent
--- or short: nothing changes, nothing is published).
+-- Returns 1 when N held at least n and was decremented by n; 0 when N holds
+-- fewer, -1 when N does not exist (nothing changes, nothing is published).
 return counted(KEYS[2], KEYS[1], function(v)
-  if v == nil or v < tonumber(ARGV[1]) then
+  if v == nil then
+    return -1
+  end
+  if v < tonumber(ARGV[1]) then
     return 0
   end
   redis.call('decrby', KEYS[1], ARGV[1])

@@ -25,12 +25,18 @@ var (
 	semDrain   = syncScript(semDrainSrc)
 )
 
+// The outcomes of SemaphoreAcquire.
+const (
+	SemaphoreAbsent   int64 = -1 // the semaphore does not exist: nothing changed
+	SemaphoreShort    int64 = 0  // it holds fewer permits than asked: nothing changed
+	SemaphoreAcquired int64 = 1  // the permits were taken
+)
+
 // SemaphoreAcquire takes n permits of the semaphore name (RSemaphore
-// tryAcquire, protocol §2.11) in one round trip: true when it held at least n.
-// Nothing is published.
-func SemaphoreAcquire(ctx context.Context, rdb Processor, name string, n int64, req Request) (bool, error) {
-	v, err := evalInt(ctx, rdb, semAcquire, []string{name, req.Key}, n, req.TTL.arg())
-	return v == 1, err
+// tryAcquire, protocol §2.11) in one round trip and says how it went:
+// SemaphoreAcquired, SemaphoreShort or SemaphoreAbsent. Nothing is published.
+func SemaphoreAcquire(ctx context.Context, rdb Processor, name string, n int64, req Request) (int64, error) {
+	return evalInt(ctx, rdb, semAcquire, []string{name, req.Key}, n, req.TTL.arg())
 }
 
 // SemaphoreRelease adds n permits to the semaphore name and publishes the new

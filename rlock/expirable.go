@@ -111,15 +111,22 @@ func (s *ExpirableSemaphore) acquire(ctx context.Context, n int64, o permitOptio
 	if n > MaxPermitsPerCall {
 		return nil, fmt.Errorf("%w: semaphore %s: %d permits in one acquisition, at most %d", ErrInvalidArgument, quote(s.o.name), n, MaxPermitsPerCall)
 	}
-	if o.lease < 0 || o.wait < 0 {
-		return nil, fmt.Errorf("%w: negative lease (%v) or wait time (%v)", ErrInvalidArgument, o.lease, o.wait)
+	if o.lease < 0 {
+		return nil, fmt.Errorf("%w: semaphore %s: negative lease %v", ErrInvalidArgument, quote(s.o.name), o.lease)
+	}
+	if o.wait < 0 {
+		return nil, fmt.Errorf("%w: semaphore %s: negative wait time %v", ErrInvalidArgument, quote(s.o.name), o.wait)
 	}
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = lua.NewPermitID()
 	}
+	var absent bool // the last attempt found no semaphore
 	attempt := func(ctx context.Context) (turn[*Permits], error) {
-		p, sleep, err := s.attempt(ctx, ids, o.lease)
+		var p *Permits
+		var sleep time.Duration
+		var err error
+		p, sleep, absent, err = s.attempt(ctx, ids, o.lease)
 		return turn[*Permits]{got: p, done: p != nil || !wait || err != nil, sleep: sleep, timer: observe.CauseLeaseExpiry}, err
 	}
 	var deadline time.Time
@@ -129,14 +136,15 @@ func (s *ExpirableSemaphore) acquire(ctx context.Context, n int64, o permitOptio
 	w := syncWait[*Permits]{channel: lua.SemaphoreChannel(s.o.name), wake: semaphoreWake, deadline: deadline, acquiring: true, attempt: attempt}
 	p, err := w.run(ctx, &s.o)
 	if err == nil && p == nil {
-		err = fmt.Errorf("%w: semaphore %s has fewer than %d permits available", ErrNotAcquired, quote(s.o.name), n)
+		err = notAvailable(s.o.name, n, absent)
 	}
 	return p, err
 }
 
 // attempt tries once to take the permits ids: the handle, or how long to sleep
-// at most (until the earliest lease expiry it read; -1: none).
-func (s *ExpirableSemaphore) attempt(ctx context.Context, ids []string, lease time.Duration) (*Permits, time.Duration, error) {
+// at most (until the earliest lease expiry it read; -1: none) and whether the
+// semaphore exists.
+func (s *ExpirableSemaphore) attempt(ctx context.Context, ids []string, lease time.Duration) (*Permits, time.Duration, bool, error) {
 	c := s.o.c
 	sent := time.Now()
 	now := sent.UnixMilli()
@@ -147,13 +155,14 @@ func (s *ExpirableSemaphore) attempt(ctx context.Context, ids []string, lease ti
 	try, err := s.keys.Acquire(ctx, c.rdb, ids, now+life.Milliseconds(), now, c.publishCommand(ctx))
 	switch {
 	case err != nil:
-		return nil, 0, s.o.wrap(err)
+		return nil, 0, false, s.o.wrap(err)
 	case try.Acquired:
-		return s.grant(ctx, ids, sent, lease, permitDeadline(sent, try.Expiry, life))
+		p, sleep, err := s.grant(ctx, ids, sent, lease, permitDeadline(sent, try.Expiry, life))
+		return p, sleep, false, err
 	case try.NextExpiry > 0:
-		return nil, max(time.Duration(try.NextExpiry-now)*time.Millisecond, time.Millisecond), nil
+		return nil, max(time.Duration(try.NextExpiry-now)*time.Millisecond, time.Millisecond), false, nil
 	}
-	return nil, -1, nil
+	return nil, -1, try.Absent, nil
 }
 
 // Release gives back the permits ids (32 hex digits each, either case), all

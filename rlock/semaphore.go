@@ -78,24 +78,28 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait bool, deadline ti
 		return err
 	}
 	req := s.o.request()
-	attempt := func(ctx context.Context) (turn[bool], error) {
-		ok, err := lua.SemaphoreAcquire(ctx, s.o.c.rdb, s.o.name, n, req)
+	attempt := func(ctx context.Context) (turn[int64], error) {
+		r, err := lua.SemaphoreAcquire(ctx, s.o.c.rdb, s.o.name, n, req)
 		if err != nil {
-			return turn[bool]{}, s.o.wrap(err)
+			return turn[int64]{}, s.o.wrap(err)
 		}
-		return turn[bool]{got: ok, done: ok || !wait, sleep: -1}, nil
+		return turn[int64]{got: r, done: r == lua.SemaphoreAcquired || !wait, sleep: -1}, nil
 	}
-	w := syncWait[bool]{channel: lua.SemaphoreChannel(s.o.name), wake: semaphoreWake, deadline: deadline, acquiring: true, attempt: attempt}
+	w := syncWait[int64]{channel: lua.SemaphoreChannel(s.o.name), wake: semaphoreWake, deadline: deadline, acquiring: true, attempt: attempt}
 	got, err := w.run(ctx, &s.o)
-	if err == nil && !got {
-		err = s.notAvailable(n)
+	if err == nil && got != lua.SemaphoreAcquired {
+		err = notAvailable(s.o.name, n, got == lua.SemaphoreAbsent)
 	}
 	return err
 }
 
-// notAvailable is the error of an attempt that found fewer than n permits.
-func (s *Semaphore) notAvailable(n int64) error {
-	return fmt.Errorf("%w: semaphore %s has fewer than %d permits available", ErrNotAcquired, quote(s.o.name), n)
+// notAvailable is the error of an attempt on the semaphore name that found
+// fewer than n permits, or, absent, no semaphore at all.
+func notAvailable(name string, n int64, absent bool) error {
+	if absent {
+		return fmt.Errorf("%w: semaphore %s does not exist (TrySetPermits creates it)", ErrNotAcquired, quote(name))
+	}
+	return fmt.Errorf("%w: semaphore %s has fewer than %d permits available", ErrNotAcquired, quote(name), n)
 }
 
 // Release gives n permits to the semaphore, creating it if it does not exist,
@@ -137,8 +141,11 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int64, ttl time.Duratio
 	if err := s.o.check(); err != nil {
 		return false, err
 	}
-	if n < 0 || ttl < 0 {
-		return false, fmt.Errorf("%w: semaphore %s: negative permits (%d) or time to live (%v)", ErrInvalidArgument, quote(s.o.name), n, ttl)
+	if n < 0 {
+		return false, fmt.Errorf("%w: semaphore %s: negative permits %d", ErrInvalidArgument, quote(s.o.name), n)
+	}
+	if ttl < 0 {
+		return false, fmt.Errorf("%w: semaphore %s: negative time to live %v", ErrInvalidArgument, quote(s.o.name), ttl)
 	}
 	ok, err := lua.SemaphoreTrySet(ctx, s.o.c.rdb, s.o.name, n, ttl, s.o.c.publishCommand(ctx), s.o.request())
 	return ok, s.o.wrap(err)
