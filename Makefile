@@ -113,9 +113,10 @@ SOAK_DURATION ?= 2m
 soak:
 	cd integration && HOLDFAST_SOAK_DURATION=$(SOAK_DURATION) $(GO) test -tags soak -race -count=1 -run Soak -v -timeout 60m $(TESTFLAGS) .
 
-## chaos: the full tier of issue 20: the fault matrix (integration/chaos: worker processes under
-## every fault, one CHAOS {json} line per scenario, about 8 minutes), then every fuzz target for
-## FUZZTIME each (`make fuzz`, 7 targets). The short tier and the fuzz corpora run in `make test`.
+## chaos: the fault matrix's full tier (integration/chaos: worker processes under every fault,
+## one CHAOS {json} line per scenario), then every fuzz target for FUZZTIME each (`make fuzz`,
+## 7 targets). How long each takes: docs/safety.md, "Fault matrix" (stated there only). The
+## short tier and the fuzz corpora run in `make test`.
 chaos:
 	cd integration && HOLDFAST_CHAOS=full $(GO) test -race -count=1 -run 'TestChaos$$' -v -timeout 60m $(TESTFLAGS) ./chaos/
 	$(MAKE) fuzz

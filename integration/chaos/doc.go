@@ -53,7 +53,7 @@
 //
 // # Tiers
 //
-// TestChaos runs the short tier in every `go test` (about 45 s under -race);
-// HOLDFAST_CHAOS=full (make chaos) runs the full tier. scenarios_test.go lists
-// which fault reaches which kind.
+// TestChaos runs the short tier in every `go test`; HOLDFAST_CHAOS=full (make
+// chaos) runs the full tier (docs/safety.md, "Fault matrix", says how long
+// each takes). scenarios_test.go lists which fault reaches which kind.
 package chaos
