@@ -23,10 +23,11 @@ type connFlags struct {
 	timeout    time.Duration // --connect-timeout: dial and first PING
 }
 
-// register adds the connection flags to fs.
-func (f *connFlags) register(fs *flag.FlagSet) {
+// register adds the connection flags to fs, whose --redis defaults, after
+// $REDIS_URL, to fallback (defaultRedisURL; the demo's embedded server).
+func (f *connFlags) register(fs *flag.FlagSet, fallback string) {
 	fs.StringVar(&f.urls, "redis", "", "Redis `URL` (redis:// or rediss://, with user:password@ if needed); several, comma-separated, for a Cluster "+
-		"or for the Sentinels with --master-name (default $REDIS_URL, else "+defaultRedisURL+")")
+		"or for the Sentinels with --master-name (default $REDIS_URL, else "+fallback+")")
 	fs.StringVar(&f.masterName, "master-name", "", "Sentinel master `name`: --redis then lists the Sentinels")
 	fs.BoolVar(&f.cluster, "cluster", false, "the server is a Redis Cluster (implied by several --redis URLs)")
 	durationVar(fs, &f.timeout, "connect-timeout", 5*time.Second, "the `DURATION` to wait for the server to answer")

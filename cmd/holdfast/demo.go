@@ -86,7 +86,7 @@ var demoHelp = help{
 // code (help was asked for, on io.out, or the flags are wrong: said on io.err).
 func parseDemoFlags(cf *connFlags, args []string, io stdio) (code int, ok bool) {
 	fs := newFlagSet("demo")
-	cf.register(fs)
+	cf.register(fs, "an embedded Redis: miniredis, in the process")
 	if err := fs.Parse(args); err != nil {
 		return flagError(err, "demo", demoHelp, fs, io.out, io.err), false
 	}

@@ -99,3 +99,19 @@ func TestDemoFlags(t *testing.T) {
 
 // The demo against a real server is TestCLIDemo in the integration module,
 // which starts its own redis-server.
+
+// TestDemoHelpSaysItsDefault: "demo -h" says that without --redis the demo runs
+// on an embedded server (it once said localhost, the other commands' default);
+// "lock -h" says localhost.
+func TestDemoHelpSaysItsDefault(t *testing.T) {
+	for _, tc := range []struct{ cmd, want string }{
+		{"demo", "(default $REDIS_URL, else an embedded Redis"},
+		{"lock", "(default $REDIS_URL, else " + defaultRedisURL + ")"},
+	} {
+		var out, errOut strings.Builder
+		code := run(context.Background(), []string{tc.cmd, "-h"}, stdio{out: &out, err: &errOut, env: func(string) string { return "" }})
+		if code != exitOK || !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%s -h (exit %d) does not say %q:\n%s%s", tc.cmd, code, tc.want, out.String(), errOut.String())
+		}
+	}
+}

@@ -90,7 +90,7 @@ func lockCommand(ctx context.Context, args []string, io stdio) int {
 func parseLock(args []string) (*lockConfig, *flag.FlagSet, error) {
 	cfg := &lockConfig{}
 	fs := newFlagSet("lock")
-	cfg.conn.register(fs)
+	cfg.conn.register(fs, defaultRedisURL)
 	fs.BoolVar(&cfg.noWait, "n", false, "do not wait: exit at once with -E's code when the lock is busy")
 	durationVar(fs, &cfg.wait, "w", 0, "wait at most `DURATION` for the lock (e.g. 5, 0.5, 30s, 5m); then exit with -E's code. -w 0 is -n")
 	fs.IntVar(&cfg.busyCode, "E", exitBusy, "exit `CODE` when the lock is busy (-n, -w)")

@@ -76,7 +76,7 @@ func parseStatus(args []string) (*statusConfig, *flag.FlagSet, error) {
 	fs.StringVar(&cfg.scan, "scan", "", "also show the lock objects whose keys match the glob `PATTERN` (SCAN; every primary of a Cluster)")
 	fs.Var(kindFlag{kindSema, &cfg.targets}, "semaphore", "show `NAME` as a semaphore (RSemaphore, or RPermitExpirableSemaphore); repeatable")
 	fs.Var(kindFlag{kindLatch, &cfg.targets}, "latch", "show `NAME` as a countdown latch (RCountDownLatch); repeatable")
-	cfg.conn.register(fs)
+	cfg.conn.register(fs, defaultRedisURL)
 	err := parseOperands(fs, args, func(n string) { cfg.targets = append(cfg.targets, target{name: n}) })
 	fs.Visit(func(f *flag.Flag) { cfg.intervalSet = cfg.intervalSet || f.Name == "interval" })
 	return cfg, fs, err

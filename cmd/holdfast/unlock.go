@@ -46,7 +46,7 @@ func parseUnlock(args []string, env func(string) string) (*unlockConfig, *flag.F
 	fs.BoolVar(&cfg.yes, "yes", false, "do not ask for confirmation (only asked when stdin is a terminal)")
 	fs.StringVar(&cfg.permit, "permit", "", "release the permit `ID` (32 hex characters, as holdfast status NAME lists it) "+
 		"of the permit-expirable semaphore NAME, not a lock")
-	cfg.conn.register(fs)
+	cfg.conn.register(fs, defaultRedisURL)
 	names, err := parseInterspersed(fs, args)
 	if err != nil {
 		return nil, fs, err
