@@ -111,6 +111,14 @@ func TestRun(t *testing.T) {
 			t.Errorf("README.md shows %q, which the run does not print: update its sample from a run", line)
 		}
 	}
+	// And every series the run prints is in the sample (values and the
+	// trimmed _bucket lines aside).
+	shown := seriesOf(string(readme))
+	for s := range seriesOf(out.String()) {
+		if !shown[s] {
+			t.Errorf("the run prints the series %s, which README.md's sample lacks: update the sample from a run", s)
+		}
+	}
 
 	checkNothingLeft(t, srv)
 }
@@ -288,4 +296,30 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// seriesOf returns the holdfast_* series in a Prometheus text output: the
+// name and labels of each sample line, the _bucket lines and the labels every
+// series carries (otel_scope_*, le) left out, values dropped.
+func seriesOf(text string) map[string]bool {
+	out := map[string]bool{}
+	for line := range strings.SplitSeq(text, "\n") {
+		if !strings.HasPrefix(line, "holdfast_") {
+			continue
+		}
+		name, rest, _ := strings.Cut(line, "{")
+		if strings.HasSuffix(name, "_bucket") {
+			continue
+		}
+		name, _, _ = strings.Cut(name, " ")
+		labels, _, _ := strings.Cut(rest, "}")
+		var kept []string
+		for kv := range strings.SplitSeq(labels, ",") {
+			if kv != "" && !strings.HasPrefix(kv, "otel_scope_") && !strings.HasPrefix(kv, "le=") {
+				kept = append(kept, kv)
+			}
+		}
+		out[name+"{"+strings.Join(kept, ",")+"}"] = true
+	}
+	return out
 }
