@@ -492,3 +492,24 @@ func TestExpirablePermitsHandleEnds(t *testing.T) {
 		require.Empty(t, st.permits)
 	})
 }
+
+// TestExpirableReleaseOfOneExpiredID: a list of one id is Redisson's
+// tryRelease(id), not the all-or-nothing tryRelease(ids) (docs/porting.md): an
+// expired id goes back to the pool, its new count is published, and the call
+// fails with ErrNoSuchPermit.
+func TestExpirableReleaseOfOneExpiredID(t *testing.T) {
+	admin, s, name := expNew(t, 2)
+	ctx := testCtx(t, 20*time.Second)
+	expired := expExpired(t, ctx, admin, s, 1)[0]
+	sub := admin.Subscribe(ctx, syncSemChannel(name))
+	t.Cleanup(func() { _ = sub.Close() })
+	require.NoError(t, errOf(sub.Receive(ctx)), "the confirmation")
+
+	err := s.Release(ctx, expired)
+	require.ErrorIs(t, err, rlock.ErrNoSuchPermit)
+	require.Contains(t, err.Error(), "had expired (it went back to the pool)")
+	rwRequireMessage(t, sub, "2")
+	after := expRead(t, admin, name)
+	require.Empty(t, after.permits)
+	require.EqualValues(t, 2, after.available, "the expired permit went back")
+}
