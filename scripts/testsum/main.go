@@ -32,9 +32,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -50,6 +52,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("testsum", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	goCmd := fs.String("go", "go", "the go command")
+	every := fs.Duration("progress", 30*time.Second, "print a progress line after this long without output (0: never)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: testsum [-go GO] DIR... -- [go test flags]")
 		fs.PrintDefaults()
@@ -86,6 +89,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	s := newSummary(stdout, isVerbose(testFlags))
 	start := time.Now()
+	stopProgress := s.progressEvery(*every, start)
+	defer stopProgress()
 	for _, dir := range dirs {
 		goArgs := append([]string{"test", "-json"}, testFlags...)
 		goArgs = append(goArgs, "./...")
@@ -97,40 +102,56 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if interrupted {
 			err = errors.New("interrupted")
 		} else if err == nil {
-			fmt.Fprintf(stdout, "=== %s %s (in %s)\n", *goCmd, strings.Join(goArgs, " "), dir)
+			s.locked(func() { s.print(fmt.Sprintf("=== %s %s (in %s)\n", *goCmd, strings.Join(goArgs, " "), dir)) })
 			err = cmd.Start()
 			current = cmd
 		}
 		mu.Unlock()
 		if err != nil {
-			s.failRun(fmt.Sprintf("%s: go test did not run: %v", dir, err))
+			s.locked(func() { s.failRun(fmt.Sprintf("%s: go test did not run: %v", dir, err)) })
 			continue
 		}
-		failedBefore := s.failed
+		var failedBefore int
+		s.locked(func() { failedBefore = s.failed })
 		readErr := s.read(out)
 		err = cmd.Wait()
 		mu.Lock()
 		current = nil
 		mu.Unlock()
-		s.endOfStream()
-		if readErr != nil {
-			s.failRun(fmt.Sprintf("%s: reading go test's output: %v", dir, readErr))
-		}
-		var exitErr *exec.ExitError
-		switch {
-		case errors.As(err, &exitErr):
-			if s.failed == failedBefore {
-				s.failRun(fmt.Sprintf("%s: go test exited with %v without reporting a failed test or package (see its messages above)", dir, exitErr))
-			}
-		case err != nil:
-			s.failRun(fmt.Sprintf("%s: go test: %v", dir, err))
-		}
+		s.locked(func() { s.ended(dir, failedBefore, readErr, err) })
 	}
+	stopProgress()
 	s.close(fmt.Sprintf("%s in %s", strings.Join(dirs, " and "), time.Since(start).Round(time.Second)))
 	if s.failed > 0 {
 		return 1
 	}
 	return 0
+}
+
+// ended settles the run of go test in dir, which read the stream with readErr
+// and exited with err, when s.failed was failedBefore at its start. s.mu must
+// be held.
+func (s *summary) ended(dir string, failedBefore int, readErr, err error) {
+	s.endOfStream()
+	if readErr != nil {
+		s.failRun(fmt.Sprintf("%s: reading go test's output: %v", dir, readErr))
+	}
+	var exitErr *exec.ExitError
+	switch {
+	case errors.As(err, &exitErr):
+		if s.failed == failedBefore {
+			s.failRun(fmt.Sprintf("%s: go test exited with %v without reporting a failed test or package (see its messages above)", dir, exitErr))
+		}
+	case err != nil:
+		s.failRun(fmt.Sprintf("%s: go test: %v", dir, err))
+	}
+}
+
+// locked runs f with s.mu held.
+func (s *summary) locked(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f()
 }
 
 // splitArgs splits testsum's positional arguments at "--" into directories and go test flags.
@@ -166,10 +187,13 @@ type event struct {
 	FailedBuild string // package fail caused by a build failure
 }
 
-// summary follows the events of one or more go test runs.
+// summary follows the events of one or more go test runs. Its methods are
+// called on one goroutine but for progress, on a ticker's: mu orders them.
 type summary struct {
+	mu      sync.Mutex
 	out     io.Writer
 	verbose bool
+	printed time.Time // when the last line was printed
 
 	passed, failed, skipped int
 	failures                []string // one line per failure, in order
@@ -214,6 +238,8 @@ func (s *summary) read(r io.Reader) error {
 
 // line handles one line of the stream; a line that is not an event is printed as it is.
 func (s *summary) line(line []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var ev event
 	trimmed := bytes.TrimSpace(line)
 	if len(trimmed) == 0 {
@@ -226,7 +252,57 @@ func (s *summary) line(line []byte) {
 	s.event(ev)
 }
 
-func (s *summary) print(text string) { io.WriteString(s.out, text) }
+func (s *summary) print(text string) {
+	io.WriteString(s.out, text)
+	s.printed = time.Now()
+}
+
+// progressEvery prints a progress line (progress) whenever nothing was printed
+// for every, until the returned function is called; every <= 0: never. The
+// tests of a large package (the integration module's run for minutes) then do
+// not leave the terminal silent.
+func (s *summary) progressEvery(every time.Duration, start time.Time) (stop func()) {
+	if every <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(every / 4)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				s.mu.Lock()
+				if now.Sub(s.printed) >= every {
+					s.progress(now.Sub(start))
+				}
+				s.mu.Unlock()
+			}
+		}
+	})
+	return sync.OnceFunc(func() { close(done); wg.Wait() })
+}
+
+// progress prints how far the run is after elapsed: the tests finished, and
+// the packages still running with their tests in flight. s.mu must be held.
+func (s *summary) progress(elapsed time.Duration) {
+	var running []string
+	for _, name := range slices.Sorted(maps.Keys(s.pkgs)) {
+		p := s.pkgs[name]
+		n := 0
+		for _, t := range p.tests {
+			if !t.done {
+				n++
+			}
+		}
+		running = append(running, fmt.Sprintf("%s (%d tests in flight)", name, n))
+	}
+	s.print(fmt.Sprintf("testsum: %s: %d passed, %d failed, %d skipped so far; running %s\n",
+		elapsed.Round(time.Second), s.passed, s.failed, s.skipped, strings.Join(running, ", ")))
+}
 
 func (s *summary) pkg(name string) *pkgState {
 	p := s.pkgs[name]

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The test binary stands in for the go command: with TESTSUM_FAKE_GO set it prints the
@@ -169,4 +170,35 @@ func TestSubtestOrder(t *testing.T) {
 	if strings.Contains(out, "TestParent/ok") {
 		t.Errorf("output of a passed subtest printed:\n%s", out)
 	}
+}
+
+// TestProgress: after the chosen time without output, a line says how far the
+// run is: the counts so far and the packages still running, with their tests in
+// flight (make test's integration package runs for minutes).
+func TestProgress(t *testing.T) {
+	var out bytes.Buffer
+	s := newSummary(&out, false)
+	for _, l := range []string{
+		`{"Action":"run","Package":"ex/slow","Test":"TestDone"}`,
+		`{"Action":"pass","Package":"ex/slow","Test":"TestDone"}`,
+		`{"Action":"run","Package":"ex/slow","Test":"TestLong"}`,
+	} {
+		s.line([]byte(l))
+	}
+	s.printed = time.Time{} // nothing printed for long
+	stop := s.progressEvery(20*time.Millisecond, time.Now().Add(-90*time.Second))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s.mu.Lock()
+		got := out.String()
+		s.mu.Unlock()
+		if strings.Contains(got, "testsum: 1m30s: 1 passed, 0 failed, 0 skipped so far; running ex/slow (1 tests in flight)\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no progress line in 5s:\n%s", got)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
+	}
+	stop()
 }
