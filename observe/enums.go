@@ -1,48 +1,42 @@
 package observe
 
-// Kind is the kind of object a call, hold or wait is on.
+// Kind is the kind of object a call, hold or wait is on. The kinds are the
+// variables Kind* below, one row each: read them, never assign them.
 type Kind uint8
 
-// The kinds of objects. Their String is the value of AttrKind.
-const (
-	KindMutex                 Kind = iota + 1 // rlock.Mutex: "mutex"
-	KindNonReentrantMutex                     // "non_reentrant_mutex"
-	KindFencedMutex                           // "fenced_mutex"
-	KindSpinMutex                             // "spin_mutex"
-	KindFairMutex                             // "fair_mutex"
-	KindNonReentrantFairMutex                 // "non_reentrant_fair_mutex"
-	KindReadMutex                             // a read/write lock's read side: "read_mutex"
-	KindWriteMutex                            // its write side: "write_mutex"
-	KindMultiLock                             // "multi_lock"
-	KindRedLock                               // "red_lock"
-	KindSemaphore                             // "semaphore"
-	KindExpirableSemaphore                    // "expirable_semaphore"
-	KindCountDownLatch                        // "count_down_latch"
-	numKinds
-)
+// kinds holds, by Kind, what newKind was given; index 0 is the unknown kind.
+var kinds = []struct{ value, typ string }{{"unknown", "Unknown"}}
 
-var kinds = [numKinds]struct{ value, typ string }{
-	{"unknown", "Unknown"},
-	{"mutex", "Mutex"},
-	{"non_reentrant_mutex", "NonReentrantMutex"},
-	{"fenced_mutex", "FencedMutex"},
-	{"spin_mutex", "SpinMutex"},
-	{"fair_mutex", "FairMutex"},
-	{"non_reentrant_fair_mutex", "NonReentrantFairMutex"},
-	{"read_mutex", "ReadMutex"},
-	{"write_mutex", "WriteMutex"},
-	{"multi_lock", "MultiLock"},
-	{"red_lock", "RedLock"},
-	{"semaphore", "Semaphore"},
-	{"expirable_semaphore", "ExpirableSemaphore"},
-	{"count_down_latch", "CountDownLatch"},
+// newKind adds a kind: its attribute value (AttrKind) and the Go type of its
+// objects in package rlock. A new kind of object is one row below.
+func newKind(value, typ string) Kind {
+	kinds = append(kinds, struct{ value, typ string }{value, typ})
+	return Kind(len(kinds) - 1)
 }
+
+// The kinds of objects: their String is the value of AttrKind, their TypeName
+// the Go type in package rlock.
+var (
+	KindMutex                 = newKind("mutex", "Mutex")
+	KindNonReentrantMutex     = newKind("non_reentrant_mutex", "NonReentrantMutex")
+	KindFencedMutex           = newKind("fenced_mutex", "FencedMutex")
+	KindSpinMutex             = newKind("spin_mutex", "SpinMutex")
+	KindFairMutex             = newKind("fair_mutex", "FairMutex")
+	KindNonReentrantFairMutex = newKind("non_reentrant_fair_mutex", "NonReentrantFairMutex")
+	KindReadMutex             = newKind("read_mutex", "ReadMutex")   // a read/write lock's read side
+	KindWriteMutex            = newKind("write_mutex", "WriteMutex") // its write side
+	KindMultiLock             = newKind("multi_lock", "MultiLock")
+	KindRedLock               = newKind("red_lock", "RedLock")
+	KindSemaphore             = newKind("semaphore", "Semaphore")
+	KindExpirableSemaphore    = newKind("expirable_semaphore", "ExpirableSemaphore")
+	KindCountDownLatch        = newKind("count_down_latch", "CountDownLatch")
+)
 
 // Kinds returns every kind, for an observer that precomputes per kind.
 func Kinds() []Kind {
-	out := make([]Kind, 0, numKinds-1)
-	for k := KindMutex; k < numKinds; k++ {
-		out = append(out, k)
+	out := make([]Kind, 0, len(kinds)-1)
+	for k := range len(kinds) - 1 {
+		out = append(out, Kind(k+1))
 	}
 	return out
 }
@@ -54,91 +48,69 @@ func (k Kind) String() string { return kinds[k.index()].value }
 // "Mutex", "FairMutex"...
 func (k Kind) TypeName() string { return kinds[k.index()].typ }
 
-func (k Kind) index() Kind {
-	if k >= numKinds {
+func (k Kind) index() int {
+	if int(k) >= len(kinds) {
 		return 0
 	}
-	return k
+	return int(k)
 }
 
-// Op is the method of a public call.
+// Op is the method of a public call. The operations are the variables Op*
+// below, one row each: read them, never assign them. The methods of a Lease, a
+// MultiLease and a Permits handle have their own Op, as their span names are
+// the handle's.
 type Op uint8
 
-// The methods. Their String is the value of AttrOperation. The methods of a
-// Lease, a MultiLease and a Permits handle have their own Op, as their span
-// names are the handle's.
-const (
-	OpLock             Op = iota + 1 // Lock: "lock"
-	OpTryLock                        // TryLock: "try_lock"
-	OpUnlock                         // a lock's Unlock: "unlock"
-	OpForceUnlock                    // "force_unlock"
-	OpIsLocked                       // "is_locked"
-	OpIsHeld                         // "is_held"
-	OpHoldCount                      // "hold_count"
-	OpRemainTTL                      // "remain_ttl"
-	OpToken                          // FencedMutex.Token: "token"
-	OpLeaseUnlock                    // Lease.Unlock, MultiLease.Unlock: "lease_unlock"
-	OpAcquire                        // "acquire"
-	OpTryAcquire                     // "try_acquire"
-	OpRelease                        // a semaphore's Release: "release"
-	OpReleaseIfExists                // "release_if_exists"
-	OpPermitsRelease                 // Permits.Release: "permits_release"
-	OpTrySetPermits                  // "try_set_permits"
-	OpSetPermits                     // "set_permits"
-	OpAddPermits                     // "add_permits"
-	OpAvailablePermits               // "available_permits"
-	OpAcquiredPermits                // "acquired_permits"
-	OpPermits                        // ExpirableSemaphore.Permits: "permits"
-	OpDrainPermits                   // "drain_permits"
-	OpUpdateLease                    // "update_lease"
-	OpLeaseTime                      // "lease_time"
-	OpTrySetCount                    // "try_set_count"
-	OpCountDown                      // "count_down"
-	OpCount                          // "count"
-	OpAwait                          // "await"
-	OpDelete                         // "delete"
-	numOps
-)
+// ops holds, by Op, what newOp was given; index 0 is the unknown operation.
+var ops = []struct{ value, method string }{{"unknown", "Unknown"}}
 
-var ops = [numOps]struct{ value, method string }{
-	{"unknown", "Unknown"},
-	{"lock", "Lock"},
-	{"try_lock", "TryLock"},
-	{"unlock", "Unlock"},
-	{"force_unlock", "ForceUnlock"},
-	{"is_locked", "IsLocked"},
-	{"is_held", "IsHeld"},
-	{"hold_count", "HoldCount"},
-	{"remain_ttl", "RemainTTL"},
-	{"token", "Token"},
-	{"lease_unlock", "Unlock"},
-	{"acquire", "Acquire"},
-	{"try_acquire", "TryAcquire"},
-	{"release", "Release"},
-	{"release_if_exists", "ReleaseIfExists"},
-	{"permits_release", "Release"},
-	{"try_set_permits", "TrySetPermits"},
-	{"set_permits", "SetPermits"},
-	{"add_permits", "AddPermits"},
-	{"available_permits", "AvailablePermits"},
-	{"acquired_permits", "AcquiredPermits"},
-	{"permits", "Permits"},
-	{"drain_permits", "DrainPermits"},
-	{"update_lease", "UpdateLease"},
-	{"lease_time", "LeaseTime"},
-	{"try_set_count", "TrySetCount"},
-	{"count_down", "CountDown"},
-	{"count", "Count"},
-	{"await", "Await"},
-	{"delete", "Delete"},
+// newOp adds an operation: its attribute value (AttrOperation) and the Go
+// method's name. A new method is one row below.
+func newOp(value, method string) Op {
+	ops = append(ops, struct{ value, method string }{value, method})
+	return Op(len(ops) - 1)
 }
+
+// The methods: their String is the value of AttrOperation, their Method the
+// Go method's name.
+var (
+	OpLock             = newOp("lock", "Lock")
+	OpTryLock          = newOp("try_lock", "TryLock")
+	OpUnlock           = newOp("unlock", "Unlock") // a lock's Unlock
+	OpForceUnlock      = newOp("force_unlock", "ForceUnlock")
+	OpIsLocked         = newOp("is_locked", "IsLocked")
+	OpIsHeld           = newOp("is_held", "IsHeld")
+	OpHoldCount        = newOp("hold_count", "HoldCount")
+	OpRemainTTL        = newOp("remain_ttl", "RemainTTL")
+	OpToken            = newOp("token", "Token")         // FencedMutex.Token
+	OpLeaseUnlock      = newOp("lease_unlock", "Unlock") // Lease.Unlock, MultiLease.Unlock
+	OpAcquire          = newOp("acquire", "Acquire")
+	OpTryAcquire       = newOp("try_acquire", "TryAcquire")
+	OpRelease          = newOp("release", "Release") // a semaphore's Release
+	OpReleaseIfExists  = newOp("release_if_exists", "ReleaseIfExists")
+	OpPermitsRelease   = newOp("permits_release", "Release") // Permits.Release
+	OpTrySetPermits    = newOp("try_set_permits", "TrySetPermits")
+	OpSetPermits       = newOp("set_permits", "SetPermits")
+	OpAddPermits       = newOp("add_permits", "AddPermits")
+	OpAvailablePermits = newOp("available_permits", "AvailablePermits")
+	OpAcquiredPermits  = newOp("acquired_permits", "AcquiredPermits")
+	OpPermits          = newOp("permits", "Permits") // ExpirableSemaphore.Permits
+	OpDrainPermits     = newOp("drain_permits", "DrainPermits")
+	OpUpdateLease      = newOp("update_lease", "UpdateLease")
+	OpLeaseTime        = newOp("lease_time", "LeaseTime")
+	OpTrySetCount      = newOp("try_set_count", "TrySetCount")
+	OpCountDown        = newOp("count_down", "CountDown")
+	OpCount            = newOp("count", "Count")
+	OpAwait            = newOp("await", "Await")
+	OpDelete           = newOp("delete", "Delete")
+)
 
 // Ops returns every operation, for an observer that precomputes per
 // operation.
 func Ops() []Op {
-	out := make([]Op, 0, numOps-1)
-	for o := OpLock; o < numOps; o++ {
-		out = append(out, o)
+	out := make([]Op, 0, len(ops)-1)
+	for o := range len(ops) - 1 {
+		out = append(out, Op(o+1))
 	}
 	return out
 }
@@ -155,22 +127,26 @@ func (o Op) Acquires() bool {
 	return o == OpLock || o == OpTryLock || o == OpAcquire || o == OpTryAcquire
 }
 
-func (o Op) index() Op {
-	if o >= numOps {
+func (o Op) index() int {
+	if int(o) >= len(ops) {
 		return 0
 	}
-	return o
+	return int(o)
 }
 
-// spanNames holds SpanName's answers, computed once.
-var spanNames = func() (t [numKinds][numOps]string) {
-	for k := Kind(0); k < numKinds; k++ {
-		for o := Op(0); o < numOps; o++ {
-			t[k][o] = "holdfast." + receiver(k, o) + "." + o.Method()
+// spanNames holds SpanName's answers, by kind and operation, made once by
+// init when every row above is there.
+var spanNames [][]string
+
+func init() {
+	spanNames = make([][]string, len(kinds))
+	for k := range kinds {
+		spanNames[k] = make([]string, len(ops))
+		for o := range ops {
+			spanNames[k][o] = "holdfast." + receiver(Kind(k), Op(o)) + "." + Op(o).Method()
 		}
 	}
-	return t
-}()
+}
 
 // SpanName returns the name of the span of a call of op on an object of kind
 // k, "holdfast.<Type>.<Method>": "holdfast.FairMutex.TryLock",
