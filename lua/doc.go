@@ -11,9 +11,10 @@
 //
 // The files follow Redisson's objects:
 //   - run.go: the runner shared by every family (EVALSHA with its EVAL
-//     fallback, WAIT behind a script for Acks, the publish commands) and the
-//     helpers that encode arguments and read replies; args.go: arguments boxed
-//     once (Text, Millis).
+//     fallback, WAIT behind a script for Acks, the publish commands), the
+//     helpers that encode arguments and read replies, and ScriptError, which
+//     takes off the wrapping every server puts around an error raised inside a
+//     script, each its own way; args.go: arguments boxed once (Text, Millis).
 //   - names.go: every Redisson key and channel name, of every object (locks,
 //     RSemaphore, RPermitExpirableSemaphore, RCountDownLatch), and a name check
 //     per family (CheckName for locks, CheckSemaphoreName,
@@ -23,8 +24,12 @@
 //     fenced, spin and non-reentrant forms, RFairLock, RReadWriteLock): the
 //     Lock names and Layout, Acquire, Leave, Release, ReleaseAll, ForceRelease,
 //     Inspect and LockShape.
-//   - renew.go: the watchdog's batched renewal (Renewal, RenewCmd, RenewResult,
-//     LoadRenew).
+//   - renew.go: the watchdog's batched renewal of every kind of hold (Renewal,
+//     RenewCmd, RenewResult, LoadRenew).
+//   - sync.go and its prelude sync.lua: what the synchronizers' scripts share
+//     (counts, reclaim, request keys that make a retried call count once);
+//     semaphore.go (RSemaphore), permit.go (RPermitExpirableSemaphore: permits
+//     with ids and leases), latch.go (RCountDownLatch).
 //
 // The lock path (Acquire, Release) is the hot path of every lock: its arguments
 // that repeat from call to call are encoded once by the caller (Lock, Text,

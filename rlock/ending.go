@@ -2,9 +2,9 @@ package rlock
 
 import "sync"
 
-// ending is how a handle that ends once ends (a Lease, a MultiLease, the permit
-// handles to come): a channel closed at the end, made on demand since most
-// callers never ask for it, the reason, and whom to tell. It is safe for
+// ending is how a handle that ends once ends (a Lease, a MultiLease, a
+// Permits): a channel closed at the end, made on demand since most callers
+// never ask for it, the reason, and whom to tell. It is safe for
 // concurrent use and has its own mutex, taken after any other lock of the
 // package.
 type ending struct {

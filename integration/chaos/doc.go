@@ -1,4 +1,4 @@
-// Package chaos is holdfast's fault matrix (issue 20): worker processes (the
+// Package chaos is holdfast's fault matrix: worker processes (the
 // test binary re-executed by redistest) use every object kind against real
 // redis-servers while the parent injects one fault again and again, and one
 // checker judges the history they record.

@@ -10,7 +10,7 @@ import (
 	"github.com/holdfast-go/holdfast/bench/internal/stats"
 )
 
-// fairSpreadLimit is issue 11's limit on holdfast-fair's acquisitions per
+// fairSpreadLimit is the limit on holdfast-fair's acquisitions per
 // goroutine max ÷ min.
 const fairSpreadLimit = 1.2
 
@@ -21,7 +21,7 @@ var (
 	spinCases = []contendedCase{{Procs: 4, Goroutines: 4, CS: time.Millisecond}, {Procs: 4, Goroutines: 4}}
 )
 
-// kindTargets returns issue 11's targets on the other lock kinds, for the
+// kindTargets returns the targets on the other lock kinds, for the
 // JSON summary and the kinds section: holdfast-fair's spread in each of
 // fairCases.
 func (r *results) kindTargets() []target {
@@ -156,7 +156,7 @@ func renderKinds(b *strings.Builder, r *results) {
 		p("holdfast was not part of this run.\n")
 		return
 	}
-	p("Issue 11's measurements of holdfast's other lock kinds, all from this run (terms as in *Definitions* below). " +
+	p("Measurements of holdfast's other lock kinds, all from this run (terms as in *Definitions* below). " +
 		"Each kind is set against holdfast's `Mutex` in the same case of the same run, never against another run.\n")
 
 	// Fair lock.
@@ -183,7 +183,7 @@ func renderKinds(b *strings.Builder, r *results) {
 	case !allMet:
 		verdict = "**not met**"
 	}
-	p("\n**Target** (issue 11): holdfast-fair's acquisitions per goroutine max ÷ min ≤ %.1f at 1 × 32, 1 ms and at 4 × 8, 1 ms. "+
+	p("\n**Target**: holdfast-fair's acquisitions per goroutine max ÷ min ≤ %.1f at 1 × 32, 1 ms and at 4 × 8, 1 ms. "+
 		"Measured: %s. Target %s.\n", fairSpreadLimit, strings.Join(measured, "; "), verdict)
 	p("\nWaiter wait p99, holdfast-fair ÷ holdfast (Mutex) in the same case: %s at %s; %s at %s. "+
 		"The issue asks for this comparison and sets no limit on it.\n",

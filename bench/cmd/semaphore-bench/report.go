@@ -208,7 +208,7 @@ func renderTargets(b *strings.Builder, r *results) {
 	if len(ts) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "\nTarget (issue 19, item 7): no permit idle longer than one round trip (PING p50 of this run) at p99 while someone waits.\n\n")
+	fmt.Fprintf(b, "\nTarget: no permit idle longer than one round trip (PING p50 of this run) at p99 while someone waits.\n\n")
 	fmt.Fprintf(b, "| semaphore | idle p99, client time line | idle p99, server time line (MONITOR round) | limit | met |\n|---|---|---|---|---|\n")
 	for _, t := range ts {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", t.Lib, t.Client, t.Server, t.Limit, t.Met)
