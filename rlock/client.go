@@ -209,55 +209,6 @@ func (c *Client) Close() error {
 	return c.hub.Close()
 }
 
-// releaseHolds gives back, at Close, every hold still open but those whose
-// Unlock is in flight, and ends their leases with ErrClosed.
-func (c *Client) releaseHolds() {
-	ctx, cancel := context.WithTimeout(context.Background(), c.opts.releaseTimeout)
-	defer cancel()
-	publish := c.publishCommand(ctx)
-	c.mu.Lock()
-	var holds []*hold
-	var args []lua.ReleaseArgs
-	for _, e := range c.locks {
-		for _, h := range e.holds {
-			if h.releasing {
-				continue // its Unlock ends it
-			}
-			h.beginRelease()
-			holds = append(holds, h)
-			args = append(args, lua.ReleaseArgs{Lock: e.lk.Lock, Field: h.field, Expected: h.count, Levels: h.count,
-				Latch: e.lk.NewLatch(), LatchTTL: c.latchTTL, Publish: publish, Quiet: e.lk.spin != nil})
-		}
-	}
-	c.mu.Unlock()
-	if len(holds) == 0 {
-		return
-	}
-	replies, errs := c.backend.releaseAll(ctx, args)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i, h := range holds {
-		h.endRelease()
-		c.endHold(h, h.closedHold(replies[i], errs[i], c.opts))
-	}
-}
-
-// closedHold is the error that ends the leases of a hold Close released with
-// the reply r or the error err. c.mu must be held.
-func (h *hold) closedHold(r lua.ReleaseReply, err error, o clientOptions) error {
-	name := quote(h.e.name)
-	switch {
-	case err == nil && r.Outcome == lua.Released:
-		return fmt.Errorf("%w: %s was released by Close", ErrClosed, name)
-	case err == nil && r.Outcome == lua.NotHeld:
-		return fmt.Errorf("%w: %s had expired or been force-unlocked before Close", ErrClosed, name)
-	case err == nil:
-		err = fmt.Errorf("the owner's hold count changed under Close")
-	}
-	return fmt.Errorf("%w: %s: Close could not release it (%w); it is no longer renewed and expires within %v",
-		ErrClosed, name, err, h.expiresWithin(o).Round(time.Millisecond))
-}
-
 // shardedPubSub reports whether releases are announced with SPUBLISH and waited
 // for with SSUBSCRIBE (sharded pub/sub, which stays in the lock's shard): on a
 // Redis Cluster of version 7 or later, as Redisson does. It asks a node for its
