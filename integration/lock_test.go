@@ -416,7 +416,7 @@ func TestRedisUnreachableIsAnError(t *testing.T) {
 	for _, lock := range []func() error{
 		func() error { _, err := c.NewMutex(name + "2").TryLock(ctx); return err },
 		func() error { _, err := c.NewMutex(name + "2").Lock(ctx); return err },
-		func() error { return c.NewSemaphore(name + "3").TryAcquire(ctx, 1) },
+		func() error { return c.NewSemaphore(name+"3").TryAcquire(ctx, 1) },
 	} {
 		err := lock()
 		require.ErrorIs(t, err, rlock.ErrUnreachable)
