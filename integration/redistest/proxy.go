@@ -33,6 +33,8 @@ type Proxy struct {
 	dropAll      bool          // swallow everything from the server
 	dropped      int           // chunks swallowed so far
 	replyDelay   time.Duration // hold each chunk from the server this long
+	delayNext    int           // chunks still to hold for delayNextBy (DelayNextReplies)
+	delayNextBy  time.Duration
 	dropRequests bool          // discard everything from the clients
 }
 
@@ -245,9 +247,25 @@ func (p *Proxy) SetReplyDelay(d time.Duration) {
 	p.replyDelay = d
 }
 
+// DelayNextReplies holds the next n server→client chunks (on any connection) for
+// d each, whatever the time at which they are read: unlike SetReplyDelay, no race
+// between the test turning the delay off and the proxy reading the reply. Each
+// call replaces the previous count.
+func (p *Proxy) DelayNextReplies(n int, d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delayNext, p.delayNextBy = n, d
+}
+
+// delay is how long to hold the chunk just read: one of those DelayNextReplies
+// asked for, else SetReplyDelay's.
 func (p *Proxy) delay() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.delayNext > 0 {
+		p.delayNext--
+		return p.delayNextBy
+	}
 	return p.replyDelay
 }
 
