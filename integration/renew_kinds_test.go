@@ -274,3 +274,77 @@ func renewBatch(t testing.TB, rdb *redis.Client, holds []lua.Renewal, now time.T
 	}
 	panic("unreachable")
 }
+
+// TestCheckKinds: check.lua, the tracker's look at holds, answers per hold
+// Gone, NoTimeout or the ms left, for every kind and every way a hold is
+// missing, and changes nothing.
+func TestCheckKinds(t *testing.T) {
+	rdb := redistest.Shared(t).Client(t)
+	ctx := context.Background()
+	name := redistest.Name(t)
+	k := func(s string) string { return "{" + name + "}:" + s }
+	now := time.Now()
+	id, expired, forever := permitID(t), permitID(t), permitID(t)
+	require.NoError(t, rdb.HSet(ctx, k("lock"), "u:1", 2).Err())
+	require.NoError(t, rdb.PExpire(ctx, k("lock"), 20*time.Second).Err())
+	require.NoError(t, rdb.HSet(ctx, k("forever"), "u:1", 1).Err())
+	require.NoError(t, rdb.HSet(ctx, k("read"), "mode", "read", "u:1", 1).Err())
+	require.NoError(t, rdb.PExpire(ctx, k("read"), 10*time.Second).Err())
+	require.NoError(t, rdb.Set(ctx, k("string"), "x", 0).Err())
+	require.NoError(t, rdb.ZAdd(ctx, k("sem:timeout"),
+		redis.Z{Score: float64(now.Add(15 * time.Second).UnixMilli()), Member: id},
+		redis.Z{Score: float64(now.Add(-time.Second).UnixMilli()), Member: expired},
+		redis.Z{Score: 922337203685477, Member: forever}).Err())
+	require.NoError(t, rdb.ZAdd(ctx, k("short:timeout"), redis.Z{Score: float64(now.Add(15 * time.Second).UnixMilli()), Member: id}).Err())
+	require.NoError(t, rdb.PExpire(ctx, k("short:timeout"), 5*time.Second).Err())
+	before := dumpAll(t, rdb, k("lock"), k("forever"), k("read"), k("string"), k("sem:timeout"), k("short:timeout"))
+
+	lock := func(key, field string) lua.Renewal { return lua.NewLock(key).Renewal(field) }
+	read := func(key, field string) lua.Renewal { return lua.NewLayoutLock(key, lua.LayoutRead).Renewal(field) }
+	permit := func(key, id string) lua.Renewal { return lua.Renewal{Kind: lua.RenewPermit, Key: key, Member: id} }
+	cases := []struct {
+		what     string
+		hold     lua.Renewal
+		min, max int64
+	}{
+		{"lock held", lock(k("lock"), "u:1"), 19_000, 20_000},
+		{"lock without the field", lock(k("lock"), "u:2"), lua.Gone, lua.Gone},
+		{"lock without a TTL", lock(k("forever"), "u:1"), lua.NoTimeout, lua.NoTimeout},
+		{"lock key missing", lock(k("none"), "u:1"), lua.Gone, lua.Gone},
+		{"lock key of another type", lock(k("string"), "u:1"), lua.Gone, lua.Gone},
+		{"read hold", read(k("read"), "u:1"), 9_000, 10_000},
+		{"read hold missing", read(k("read"), "u:2"), lua.Gone, lua.Gone},
+		{"permit held", permit(k("sem:timeout"), id), 14_000, 15_000},
+		{"permit expired", permit(k("sem:timeout"), expired), lua.Gone, lua.Gone},
+		{"permit without a lease", permit(k("sem:timeout"), forever), lua.NoTimeout, lua.NoTimeout},
+		{"permit whose set expires sooner", permit(k("short:timeout"), id), 4_000, 5_000},
+		{"permit missing", permit(k("sem:timeout"), permitID(t)), lua.Gone, lua.Gone},
+		{"permit set of another type", permit(k("string"), id), lua.Gone, lua.Gone},
+	}
+	holds := make([]lua.Renewal, len(cases))
+	for i, c := range cases {
+		holds[i] = c.hold
+	}
+	require.NoError(t, lua.LoadCheck(ctx, rdb))
+	pipe := rdb.Pipeline()
+	cmd := lua.CheckCmd(ctx, pipe, holds, now)
+	_, err := pipe.Exec(ctx)
+	require.NoError(t, err)
+	left, err := lua.CheckResult(cmd)
+	require.NoError(t, err)
+	for i, c := range cases {
+		require.GreaterOrEqual(t, left[i], c.min, c.what)
+		require.LessOrEqual(t, left[i], c.max, c.what)
+	}
+	require.Equal(t, before, dumpAll(t, rdb, k("lock"), k("forever"), k("read"), k("string"), k("sem:timeout"), k("short:timeout")))
+}
+
+// dumpAll returns DUMP of each key.
+func dumpAll(t *testing.T, rdb *redis.Client, keys ...string) []string {
+	t.Helper()
+	out := make([]string, len(keys))
+	for i, key := range keys {
+		out[i] = rdb.Dump(context.Background(), key).Val()
+	}
+	return out
+}

@@ -13,6 +13,11 @@ var renewSrc string
 
 var renewScript = redis.NewScript(renewSrc)
 
+//go:embed check.lua
+var checkSrc string
+
+var checkScript = redis.NewScript(checkSrc)
+
 // RenewalKind is what a Renewal extends.
 type RenewalKind uint8
 
@@ -114,4 +119,40 @@ func RenewResult(cmd *redis.Cmd) ([]bool, error) {
 		out[i] = x == 1
 	}
 	return out, nil
+}
+
+// What CheckResult answers for a hold no longer in Redis (Gone), and for one
+// whose key or score does not expire (NoTimeout).
+const (
+	Gone      int64 = -2
+	NoTimeout int64 = -1
+)
+
+// CheckCmd queues, as EVALSHA on a pipeline, the look at every hold of a batch
+// (check.lua): whether it is still in Redis, and how long it has left. It
+// changes nothing; on a connection with CLIENT TRACKING on, its reads make the
+// server track the keys. now is the client's wall clock (a permit's score is
+// compared with it, as a renewal does). All keys of one batch must share one
+// hash slot. Read the reply with CheckResult; NOSCRIPT means LoadCheck.
+func CheckCmd(ctx context.Context, p redis.Pipeliner, holds []Renewal, now time.Time) *redis.Cmd {
+	keys := make([]string, len(holds))
+	args := make([]any, 0, 2*len(holds)+1)
+	args = append(args, now.UnixMilli())
+	for i, h := range holds {
+		keys[i] = h.Key
+		args = append(args, h.Kind.kindArg(), h.Member)
+	}
+	return checkScript.EvalSha(ctx, p, keys, args...)
+}
+
+// LoadCheck loads the check script into the server's script cache.
+func LoadCheck(ctx context.Context, c redis.Scripter) error {
+	return checkScript.Load(ctx, c).Err()
+}
+
+// CheckResult reads the reply of a check: per hold, Gone, NoTimeout, or its
+// remaining lease in ms.
+func CheckResult(cmd *redis.Cmd) ([]int64, error) {
+	v, err := cmd.Int64Slice()
+	return v, ScriptError(err)
 }

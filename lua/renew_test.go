@@ -48,3 +48,21 @@ func TestRenewCmdArgs(t *testing.T) {
 		t.Errorf("args\n got %#v\nwant %#v", got, want)
 	}
 }
+
+// TestCheckCmdArgs pins check.lua's arguments: now in ms, then kind and member
+// per key.
+func TestCheckCmdArgs(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // nothing is sent
+	defer rdb.Close()
+	now := time.UnixMilli(1_700_000_000_000)
+	cmd := CheckCmd(context.Background(), rdb.Pipeline(), []Renewal{
+		NewLock("a").Renewal("u:1"),
+		NewLayoutLock("a", LayoutRead).Renewal("u:2"),
+		PermitRenewal("a", "id"),
+	}, now)
+	want := []any{"evalsha", checkScript.Hash(), 3, "a", "a", "{a}:timeout",
+		int64(1_700_000_000_000), "lock", "u:1", "read", "u:2", "permit", "id"}
+	if got := cmd.Args(); !reflect.DeepEqual(got, want) {
+		t.Errorf("args\n got %#v\nwant %#v", got, want)
+	}
+}
