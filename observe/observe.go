@@ -42,8 +42,9 @@ type Result struct {
 type HoldObserver interface {
 	// HoldStart is called when a hold begins.
 	HoldStart(h Hold)
-	// HoldEnd is called once when it ends: h is the value HoldStart got, and
-	// err the reason the hold's leases give (nil for HoldReleased).
+	// HoldEnd is called once when it ends: h is the value HoldStart got (with
+	// Loss set for a lost hold), and err the reason the hold's leases give
+	// (nil for HoldReleased).
 	HoldEnd(h Hold, outcome HoldOutcome, err error)
 }
 
@@ -52,6 +53,9 @@ type Hold struct {
 	Kind  Kind
 	Name  string
 	Start time.Time // when the acquisition that began the hold was sent
+	// Loss, in HoldEnd of a lost hold (HoldLost), is how the client learnt of
+	// the loss; 0 otherwise.
+	Loss LossCause
 }
 
 // WaitObserver sees calls that block: an acquisition waiting for a lock or
@@ -80,6 +84,16 @@ type RenewObserver interface {
 	// Renewed is called after a round with the number of holds that had
 	// each outcome (only for outcomes with at least one hold).
 	Renewed(outcome RenewOutcome, holds int)
+}
+
+// TrackingObserver sees in which mode the client watches its holds' keys on
+// each Redis node: told at once of a change (client tracking), or only at
+// the next renewal.
+type TrackingObserver interface {
+	// Tracking is called when a node's mode is first known and whenever it
+	// changes; node is the server's address ("" for every node, with
+	// TrackingOff).
+	Tracking(node string, mode TrackingMode)
 }
 
 // PubSubObserver sees the client's pub/sub connections.

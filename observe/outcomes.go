@@ -76,6 +76,39 @@ var renewOutcomes = [...]string{"unknown", "ok", "failed", "lost"}
 // String returns the renewal outcome's attribute value.
 func (o RenewOutcome) String() string { return enumString(renewOutcomes[:], int(o)) }
 
+// LossCause is how the client learnt that a hold was lost (HoldLost).
+type LossCause uint8
+
+// The causes of a loss. Their String is the value of AttrLoss on the end of a
+// lost hold.
+const (
+	LossInvalidated LossCause = iota + 1 // the server said its key changed (client tracking), or a look after a broken connection found it gone: "invalidated"
+	LossRenewal                          // a renewal found it gone: "renewal"
+	LossDeadline                         // no renewal was confirmed before its deadline: "deadline"
+	LossOther                            // anything else (Redis answered the owner's count as gone, the key replaced by another type): "other"
+)
+
+var lossCauses = [...]string{"unknown", "invalidated", "renewal", "deadline", "other"}
+
+// String returns the loss cause's attribute value.
+func (c LossCause) String() string { return enumString(lossCauses[:], int(c)) }
+
+// TrackingMode is whether a client learns at once of a change to its holds'
+// keys on a node (client tracking), or only at the next renewal.
+type TrackingMode uint8
+
+// The modes. Their String is the value of AttrTracking.
+const (
+	TrackingOn      TrackingMode = iota + 1 // the node tracks the holds' keys: a change is told at once: "on"
+	TrackingRefused                         // the node refused CLIENT TRACKING (a proxy, a managed service): renewals only: "refused"
+	TrackingOff                             // the client's options turned tracking off: renewals only: "off"
+)
+
+var trackingModes = [...]string{"unknown", "on", "refused", "off"}
+
+// String returns the mode's attribute value.
+func (m TrackingMode) String() string { return enumString(trackingModes[:], int(m)) }
+
 func enumString(values []string, i int) string {
 	if i < 0 || i >= len(values) {
 		return values[0]
@@ -92,6 +125,9 @@ const (
 	AttrCause     = "holdfast.wake.cause" // a Cause
 	AttrName      = "holdfast.name"       // an object's name: opt-in, unbounded
 	AttrHolds     = "holdfast.holds"      // a number of holds (logs only)
+	AttrLoss      = "holdfast.loss.cause" // a LossCause, on the end of a lost hold
+	AttrTracking  = "holdfast.tracking"   // a TrackingMode
+	AttrNode      = "holdfast.node"       // a Redis node's address (logs only)
 )
 
 // The event names: the message of the client's log lines, and the stem of
@@ -103,4 +139,5 @@ const (
 	EventRenewal   = "holdfast.watchdog.renewal" // a renewal round's outcome for some holds
 	EventReconnect = "holdfast.pubsub.reconnect" // a subscriber connection was re-established
 	EventLeave     = "holdfast.fair.leave"       // a fair lock's waiter that gave up could not leave the queue
+	EventTracking  = "holdfast.tracking"         // a node's tracking mode changed (logged when refused)
 )

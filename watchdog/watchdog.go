@@ -27,7 +27,24 @@ var (
 	ErrNotRenewed = errors.New("no renewal confirmed before the lease ran out")
 	// ErrLeaseEnded: a hold with a fixed lease reached its deadline.
 	ErrLeaseEnded = errors.New("its fixed lease ran out")
+	// ErrShortened: Redis said the hold's lease was cut short (a PEXPIRE from
+	// outside, say), and it ran out.
+	ErrShortened = errors.New("its lease was cut short in Redis and ran out")
 )
+
+// Cause returns how the client learnt of a loss whose reason (what OnLost
+// got) is err, or wraps it.
+func Cause(err error) observe.LossCause {
+	switch {
+	case errors.Is(err, ErrInvalidated), errors.Is(err, ErrShortened):
+		return observe.LossInvalidated
+	case errors.Is(err, ErrGone):
+		return observe.LossRenewal
+	case errors.Is(err, ErrNotRenewed), errors.Is(err, ErrLeaseEnded):
+		return observe.LossDeadline
+	}
+	return observe.LossOther
+}
 
 // Defaults of Options.
 const (
@@ -50,6 +67,20 @@ type Options struct {
 	Cluster bool
 	// Observer, if set, sees every round's renewals by outcome.
 	Observer observe.RenewObserver
+	// Track watches the holds' keys with client tracking (CLIENT TRACKING,
+	// Redis 6.0 and later, every Valkey), through connections of the
+	// watchdog's own to each node: a hold whose key is deleted, replaced,
+	// shortened or flushed is told at once instead of at its next renewal
+	// (see tracker). It needs rdb to be a *redis.Client (standalone or
+	// Sentinel) or a *redis.ClusterClient; with another client, or a server
+	// that refuses tracking, the renewals alone find lost holds.
+	Track bool
+	// TrackDelay is how long a new hold waits, at most, before the tracker's
+	// first look at it. Default: DefaultTrackDelay.
+	TrackDelay time.Duration
+	// Tracking, if set, hears which mode each node is in (tracked, or refused
+	// and left to the renewals).
+	Tracking observe.TrackingObserver
 }
 
 // Watchdog renews and watches the holds of one client. It is safe for concurrent
@@ -64,6 +95,7 @@ type Watchdog struct {
 	byKey    map[string][]*Hold // every hold of deadline, by its key
 	closed   bool
 
+	trk    *tracker // nil unless Options.Track
 	poke   chan struct{}
 	wakeAt time.Time       // when the loop wakes next; guarded by mu
 	ctx    context.Context // cancelled by Close
@@ -81,6 +113,7 @@ type Hold struct {
 	due         time.Time // the deadline, monotonic
 	index       int       // position in the deadline heap; -1 once stopped or past due
 	stopped     bool      // Stop was called
+	cut         bool      // due was brought forward by what Redis said (see apply)
 }
 
 // New starts a watchdog that renews through rdb.
@@ -94,6 +127,9 @@ func New(rdb redis.UniversalClient, opts Options) *Watchdog {
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = DefaultBatchSize
 	}
+	if opts.TrackDelay <= 0 {
+		opts.TrackDelay = DefaultTrackDelay
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &Watchdog{
 		rdb:     rdb,
@@ -104,6 +140,9 @@ func New(rdb redis.UniversalClient, opts Options) *Watchdog {
 		ctx:     ctx,
 		cancel:  cancel,
 		done:    make(chan struct{}),
+	}
+	if opts.Track {
+		w.trk = newTracker(w, rdb)
 	}
 	go w.run()
 	return w
@@ -129,6 +168,9 @@ func (w *Watchdog) Watch(r lua.Renewal, deadline time.Time, renew bool, onLost f
 		w.renewed[h] = struct{}{}
 	}
 	w.wakeBy(deadline)
+	if w.trk != nil {
+		w.trk.added(h)
+	}
 	return h
 }
 
@@ -155,7 +197,7 @@ func (h *Hold) Update(deadline time.Time, renew bool) {
 	if h.index < 0 {
 		return
 	}
-	h.due = deadline
+	h.due, h.cut = deadline, false
 	heap.Fix(&w.deadline, h.index)
 	h.renew = renew
 	if renew {
@@ -177,7 +219,7 @@ func (h *Hold) SetDeadline(d time.Time) {
 	if h.index < 0 || (h.renew && !d.Before(h.due)) {
 		return
 	}
-	h.due = d
+	h.due, h.cut = d, false
 	heap.Fix(&w.deadline, h.index)
 	w.wakeBy(d)
 }
@@ -226,6 +268,9 @@ func (h *Hold) Overdue(now time.Time) error {
 
 // lostReason is why a hold past its deadline is lost.
 func (h *Hold) lostReason() error {
+	if h.cut {
+		return ErrShortened
+	}
 	if h.renew {
 		return ErrNotRenewed
 	}
@@ -255,6 +300,9 @@ func (w *Watchdog) Close() {
 	w.mu.Unlock()
 	w.cancel()
 	<-w.done
+	if w.trk != nil {
+		w.trk.close()
+	}
 }
 
 func (w *Watchdog) remove(h *Hold) {
@@ -343,24 +391,12 @@ func (w *Watchdog) round() {
 		w.mu.Unlock()
 		return
 	}
-	bySlot := make(map[int][]*Hold)
+	renewed := make([]*Hold, 0, len(w.renewed))
 	for h := range w.renewed {
-		s := 0
-		if w.opts.Cluster {
-			s = lua.Slot(h.Key)
-		}
-		bySlot[s] = append(bySlot[s], h)
+		renewed = append(renewed, h)
 	}
 	w.mu.Unlock()
-
-	var batches [][]*Hold
-	for _, hs := range bySlot {
-		for len(hs) > 0 {
-			n := min(len(hs), w.opts.BatchSize)
-			batches = append(batches, hs[:n])
-			hs = hs[n:]
-		}
-	}
+	batches := w.batches(renewed)
 	sent := time.Now()
 	ctx, cancel := context.WithTimeout(w.ctx, w.opts.Interval)
 	defer cancel()
@@ -381,7 +417,7 @@ func (w *Watchdog) round() {
 			if j < len(results[i].ok) && results[i].ok[j] {
 				count.ok++
 				if d := sent.Add(w.opts.Timeout); d.After(h.due) {
-					h.due = d
+					h.due, h.cut = d, false
 					heap.Fix(&w.deadline, h.index)
 				}
 				continue
@@ -396,6 +432,28 @@ func (w *Watchdog) round() {
 	for _, h := range lost {
 		h.OnLost(ErrGone)
 	}
+}
+
+// batches cuts hs into batches of at most BatchSize holds of one hash slot
+// each (every hold one batch without Cluster): one script call each.
+func (w *Watchdog) batches(hs []*Hold) [][]*Hold {
+	bySlot := make(map[int][]*Hold)
+	for _, h := range hs {
+		s := 0
+		if w.opts.Cluster {
+			s = lua.Slot(h.Key)
+		}
+		bySlot[s] = append(bySlot[s], h)
+	}
+	var out [][]*Hold
+	for _, b := range bySlot {
+		for len(b) > 0 {
+			n := min(len(b), w.opts.BatchSize)
+			out = append(out, b[:n])
+			b = b[n:]
+		}
+	}
+	return out
 }
 
 // tally counts a round's renewals by outcome.

@@ -1,0 +1,299 @@
+package watchdog
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/holdfast-go/holdfast/observe"
+	"github.com/redis/go-redis/v9"
+)
+
+// invalidateChannel is where the server sends the invalidations of a client
+// that asked for them to be redirected (CLIENT TRACKING ... REDIRECT).
+const invalidateChannel = "__redis__:invalidate"
+
+// The client names (CLIENT SETNAME) of the tracker's connections to each
+// node, as CLIENT LIST shows them: ReaderName's reads are tracked, NewsName
+// is subscribed to __redis__:invalidate.
+const (
+	ReaderName = "holdfast-tracking"
+	NewsName   = "holdfast-invalidations"
+)
+
+// staleAfter is how often a node's listener wakes, when nothing comes, to
+// replace a subscription found on another server than the tracked reads.
+const staleAfter = time.Second
+
+// node is one Redis server the holds' keys live on, and the tracker's two
+// connections to it: reader, whose reads the server tracks and whose
+// invalidations it redirects to news, subscribed to __redis__:invalidate.
+//
+// Both dial as the user's client does, so through Sentinel they follow the
+// primary. A redirection only works within one server: reader turns tracking
+// on only towards a news connection on the same server (same run_id), and
+// when they are not, both dial again. Each connection, when it is made again
+// (a reconnect, a restart, a failover), makes the tracker look at every hold:
+// the news that came meanwhile may be lost.
+type node struct {
+	t      *tracker
+	addr   string // as go-redis names the server ("FailoverClient" through Sentinel)
+	reader *redis.Client
+	news   *redis.Client
+
+	at    atomic.Pointer[newsConn] // news' current connection, once made
+	stale atomic.Bool              // news is not on reader's server: dial again
+	mode  atomic.Uint32
+
+	mu     sync.Mutex
+	ps     *redis.PubSub // news' subscription, replaced when stale
+	closed bool
+}
+
+// newsConn is one connection of news: its id and its server's run_id.
+type newsConn struct {
+	id  int64
+	run string
+}
+
+// newNode makes the clients of the node at addr, whose options are opts, and
+// starts its listener, which dials. t.mu is held.
+func newNode(t *tracker, addr string, opts *redis.Options) *node {
+	n := &node{t: t, addr: addr}
+	ro, no := *opts, *opts
+	ro.PoolSize, ro.MinIdleConns, ro.MaxIdleConns, ro.MaxActiveConns = 1, 0, 1, 1
+	ro.PipelinePoolSize = -1 // the checks' pipelines on that one tracked connection
+	ro.ConnMaxIdleTime = -1
+	ro.ClientName, no.ClientName = ReaderName, NewsName
+	ro.OnConnect = n.readerConnected(opts.OnConnect)
+	no.PoolSize, no.MinIdleConns, no.MaxIdleConns, no.Protocol = 1, 0, 1, 2
+	no.OnConnect = n.newsConnected(opts.OnConnect)
+	n.reader, n.news = redis.NewClient(&ro), redis.NewClient(&no)
+	t.listeners.Go(n.listen)
+	return n
+}
+
+// runID returns the run_id of the server cn is connected to.
+func runID(ctx context.Context, cn *redis.Conn) (string, error) {
+	info, err := cn.Info(ctx, "server").Result()
+	if err != nil {
+		return "", err
+	}
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(line, "run_id:"); ok {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	return "", nil
+}
+
+// newsConnected records news' connection when it connects (after the user's
+// own OnConnect). A server without CLIENT ID cannot redirect: the node stays
+// with the renewals.
+func (n *node) newsConnected(user func(context.Context, *redis.Conn) error) func(context.Context, *redis.Conn) error {
+	return func(ctx context.Context, cn *redis.Conn) error {
+		if user != nil {
+			if err := user(ctx, cn); err != nil {
+				return err
+			}
+		}
+		id, err := cn.ClientID(ctx).Result()
+		if refused(err) {
+			n.setMode(err)
+			return nil
+		} else if err != nil {
+			return err
+		}
+		run, err := runID(ctx, cn)
+		if err != nil && !refused(err) {
+			return err
+		}
+		n.at.Store(&newsConn{id: id, run: run})
+		return nil
+	}
+}
+
+// readerConnected turns tracking on for a new connection of reader (after the
+// user's own OnConnect) and makes the tracker look at every hold: the server
+// tracks nothing for the new connection yet.
+func (n *node) readerConnected(user func(context.Context, *redis.Conn) error) func(context.Context, *redis.Conn) error {
+	return func(ctx context.Context, cn *redis.Conn) error {
+		if user != nil {
+			if err := user(ctx, cn); err != nil {
+				return err
+			}
+		}
+		err := n.track(ctx, cn)
+		n.t.changed(nil)
+		if refused(err) {
+			return nil
+		}
+		return err
+	}
+}
+
+// track turns tracking on for reader's connection cn, redirected to news'
+// connection if it is on the same server; if not, it asks both to dial again.
+func (n *node) track(ctx context.Context, cn *redis.Conn) error {
+	at := n.at.Load()
+	if at == nil {
+		return nil // news' subscription tracks it when it comes
+	}
+	run, err := runID(ctx, cn)
+	if err != nil {
+		return err
+	}
+	if run != at.run {
+		n.stale.Store(true) // news subscribes again within staleAfter
+		if id, err := cn.ClientID(ctx).Result(); err == nil {
+			_ = cn.ClientKillByFilter(ctx, "ID", strconv.FormatInt(id, 10)).Err() // and reader dials again
+		}
+		return errNotTogether
+	}
+	err = cn.Do(ctx, "CLIENT", "TRACKING", "ON", "REDIRECT", at.id).Err()
+	n.setMode(err)
+	return err
+}
+
+// errNotTogether: reader and news are connected to different servers (a
+// failover, through Sentinel, that one of them followed).
+var errNotTogether = errors.New("watchdog: tracking: the reads and the subscription are on different servers")
+
+// refused reports whether err is the server's answer (it refused a command),
+// not a broken connection.
+func refused(err error) bool {
+	var reply redis.Error
+	return errors.As(err, &reply)
+}
+
+// listen is the node's listener: it subscribes news, and replaces the
+// subscription when it is on another server than reader's.
+func (n *node) listen() {
+	for ps := n.subscribe(); ps != nil; ps = n.subscribe() {
+		n.receive(ps)
+	}
+}
+
+// subscribe replaces news' subscription by a new one; nil once the node is
+// closed.
+func (n *node) subscribe() *redis.PubSub {
+	n.mu.Lock()
+	if n.ps != nil {
+		_ = n.ps.Close()
+	}
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.ps = n.news.Subscribe(n.t.w.ctx) // no channel yet: it dials below, off n.mu
+	ps := n.ps
+	n.mu.Unlock()
+	n.stale.Store(false)
+	_ = ps.Subscribe(n.t.w.ctx, invalidateChannel) // a failure shows in Receive, which dials again
+	return ps
+}
+
+// receive passes on what ps receives: invalidations, and a (re)subscription,
+// which redirects reader's tracking to it and makes the tracker look at every
+// hold. It returns when the node closes or ps is stale.
+func (n *node) receive(ps *redis.PubSub) {
+	ctx := n.t.w.ctx
+	for ctx.Err() == nil {
+		msg, err := ps.ReceiveTimeout(ctx, staleAfter)
+		if err != nil {
+			if !n.failed(err) {
+				return
+			}
+			continue
+		}
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			n.redirect(ctx)
+		case *redis.Message:
+			if m.Channel == invalidateChannel {
+				n.t.changed(m.PayloadSlice)
+			}
+		}
+	}
+}
+
+// failed handles an error of Receive; false when the subscription must be
+// replaced (stale) or the node is closing.
+func (n *node) failed(err error) bool {
+	ctx := n.t.w.ctx
+	var ne net.Error
+	switch {
+	case ctx.Err() != nil:
+		return false
+	case errors.As(err, &ne) && ne.Timeout():
+		return !n.stale.Load()
+	case strings.Contains(err.Error(), "unsupported pubsub message payload"):
+		n.t.changed(nil) // a null invalidation: FLUSHALL or FLUSHDB, every key
+		return true
+	}
+	n.t.changed(nil) // the connection broke: news may be lost; Receive dials again
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(retryPause): // pacing a server that keeps refusing
+		return true
+	}
+}
+
+// redirect turns reader's tracking on again, redirected to news' current
+// connection, and makes the tracker look at every hold.
+func (n *node) redirect(ctx context.Context) {
+	cn := n.reader.Conn()
+	defer cn.Close()
+	_ = cn.Do(ctx, "CLIENT", "TRACKING", "OFF").Err() // dials reader if need be, which tracks already
+	_ = n.track(ctx, cn)
+	n.t.changed(nil)
+}
+
+// The modes of a node, as its observer hears them.
+const (
+	modeUnknown uint32 = iota
+	modeTracking
+	modeRefused
+)
+
+// setMode records whether the server accepted tracking (err nil), logging a
+// refusal once and telling the observer of every change.
+func (n *node) setMode(err error) {
+	mode, om := modeTracking, observe.TrackingOn
+	switch {
+	case err == nil:
+	case refused(err) && strings.Contains(err.Error(), "does not exist"):
+		return // news reconnected meanwhile: its subscription redirects again
+	case refused(err):
+		mode, om = modeRefused, observe.TrackingRefused
+	default:
+		return // the connection broke: it dials again and tries again
+	}
+	if old := n.mode.Swap(mode); old == mode {
+		return
+	}
+	if mode == modeRefused && n.t.log != nil {
+		n.t.log.Warn(observe.EventTracking, observe.AttrNode, n.addr, observe.AttrTracking, om.String(), "error", err)
+	}
+	if n.t.obs != nil {
+		n.t.obs.Tracking(n.addr, om)
+	}
+}
+
+// close closes the node's connections; its listener then returns.
+func (n *node) close() {
+	n.mu.Lock()
+	n.closed = true
+	if n.ps != nil {
+		_ = n.ps.Close()
+	}
+	n.mu.Unlock()
+	_ = n.news.Close()
+	_ = n.reader.Close()
+}

@@ -1,0 +1,308 @@
+package watchdog
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/observe"
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrInvalidated: a look the client took because the server said a hold's key
+// changed (client tracking), or because its connection to the server broke,
+// found the hold gone. It matches ErrGone.
+var ErrInvalidated = fmt.Errorf("%w (its key changed)", ErrGone)
+
+// DefaultTrackDelay is how long a new hold waits, at most, before the tracker
+// looks at it: the holds that come within it are looked at together, and a
+// hold released within it costs nothing.
+const DefaultTrackDelay = 2 * time.Millisecond
+
+// tracker learns at once that a hold's key changed: for every Redis node the
+// holds live on, a connection of its own reads their keys with CLIENT TRACKING
+// on (the server then remembers them for it), and another receives the
+// server's invalidations. A change to a key, a flush, or a broken connection
+// makes it look at the holds concerned in one round trip (check.lua): those
+// gone end at once (ErrInvalidated), those whose lease was shortened get their
+// deadline brought forward. New holds are looked at, which tracks their keys,
+// DefaultTrackDelay after they begin, together. Renewals go on as before: they
+// are the backstop, and each renewal's change of the keys is looked at again
+// (which also tracks them again: the server forgets a key once it told).
+type tracker struct {
+	w     *Watchdog
+	rdb   redis.UniversalClient
+	log   *slog.Logger
+	obs   observe.TrackingObserver
+	delay time.Duration
+
+	mu     sync.Mutex
+	nodes  map[string]*node    // by address
+	dirty  map[string]struct{} // keys the server said changed
+	all    bool                // look at every hold: a flush, a broken connection
+	fresh  []*Hold             // new holds not yet looked at
+	freshT time.Time           // when the first of them began
+
+	poke      chan struct{}
+	done      chan struct{}  // closed when the checker returns
+	listeners sync.WaitGroup // every node's listener
+}
+
+// newTracker returns the tracker of w's holds on rdb, or nil when rdb is not a
+// client it can follow (a Ring, a custom UniversalClient).
+func newTracker(w *Watchdog, rdb redis.UniversalClient) *tracker {
+	switch rdb.(type) {
+	case *redis.Client, *redis.ClusterClient:
+	default:
+		return nil
+	}
+	t := &tracker{w: w, rdb: rdb, log: w.opts.Logger, obs: w.opts.Tracking, delay: w.opts.TrackDelay,
+		nodes: make(map[string]*node), dirty: make(map[string]struct{}), poke: make(chan struct{}, 1),
+		done: make(chan struct{})}
+	go t.run()
+	return t
+}
+
+// added records a new hold, to be looked at within the delay. w.mu is held.
+func (t *tracker) added(h *Hold) {
+	t.mu.Lock()
+	if len(t.fresh) == 0 {
+		t.freshT = time.Now()
+		t.wake()
+	}
+	t.fresh = append(t.fresh, h)
+	t.mu.Unlock()
+}
+
+// changed records keys the server said changed; nil keys: every key.
+func (t *tracker) changed(keys []string) {
+	t.mu.Lock()
+	if keys == nil {
+		t.all = true
+	}
+	for _, k := range keys {
+		t.dirty[k] = struct{}{}
+	}
+	t.mu.Unlock()
+	t.wake()
+}
+
+func (t *tracker) wake() {
+	select {
+	case t.poke <- struct{}{}:
+	default:
+	}
+}
+
+// run is the checker's goroutine: it waits for news or new holds, looks at the
+// holds concerned, one look at a time, and applies what it read.
+func (t *tracker) run() {
+	defer close(t.done)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		select {
+		case <-t.w.ctx.Done():
+			return
+		case <-t.poke:
+		case <-timer.C:
+		}
+		holds, wait := t.due(time.Now())
+		if wait > 0 {
+			timer.Reset(wait)
+		}
+		if len(holds) > 0 {
+			t.check(holds)
+		}
+	}
+}
+
+// due takes the holds to look at now: those whose keys changed (every hold
+// after a flush or a broken connection) and the new ones whose delay is over;
+// wait, if positive, is when the new ones are due.
+func (t *tracker) due(now time.Time) (holds []*Hold, wait time.Duration) {
+	t.mu.Lock()
+	keys, all := t.dirty, t.all
+	t.dirty, t.all = make(map[string]struct{}), false
+	var fresh []*Hold
+	if len(t.fresh) > 0 {
+		if wait = t.freshT.Add(t.delay).Sub(now); wait <= 0 || all || len(keys) > 0 {
+			fresh, t.fresh, wait = t.fresh, nil, 0 // due, or going along with a look anyway
+		}
+	}
+	t.mu.Unlock()
+	return t.w.pick(keys, all, fresh), wait
+}
+
+// pick returns the watched holds of keys (every one with all), and of fresh
+// those still watched, each once.
+func (w *Watchdog) pick(keys map[string]struct{}, all bool, fresh []*Hold) []*Hold {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	seen := make(map[*Hold]bool)
+	var out []*Hold
+	add := func(h *Hold) {
+		if h.index >= 0 && !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	if all {
+		for _, h := range w.deadline {
+			add(h)
+		}
+	}
+	for k := range keys {
+		for _, h := range w.byKey[k] {
+			add(h)
+		}
+	}
+	for _, h := range fresh {
+		add(h)
+	}
+	return out
+}
+
+// check looks at holds, node by node in parallel, and applies the answers.
+func (t *tracker) check(holds []*Hold) {
+	ctx, cancel := context.WithTimeout(t.w.ctx, t.w.opts.Interval)
+	defer cancel()
+	byNode := make(map[*node][]*Hold)
+	for _, h := range holds {
+		n, err := t.nodeOf(ctx, h.Key)
+		if err != nil || n.mode.Load() == modeRefused {
+			continue // no node to ask, or no tracking on it: the renewals alone
+		}
+		byNode[n] = append(byNode[n], h)
+	}
+	var wg sync.WaitGroup
+	for n, hs := range byNode {
+		wg.Go(func() { t.checkNode(ctx, n, hs) })
+	}
+	wg.Wait()
+}
+
+// checkNode looks at hs, all on node n, in one pipelined round trip of
+// batches of one slot each, and applies the answers. A look that did not
+// reach the server is tried again a little later (retryPause).
+func (t *tracker) checkNode(ctx context.Context, n *node, hs []*Hold) {
+	batches := t.w.batches(hs)
+	sent := time.Now()
+	for try := 0; try < 2; try++ {
+		pipe := n.reader.Pipeline()
+		cmds := make([]*redis.Cmd, len(batches))
+		for i, b := range batches {
+			cmds[i] = lua.CheckCmd(ctx, pipe, renewals(b), sent)
+		}
+		_, err := pipe.Exec(ctx)
+		if try == 0 && lua.IsNoScript(cmds[0].Err()) && lua.LoadCheck(ctx, n.reader) == nil {
+			continue
+		}
+		if err != nil && t.w.ctx.Err() == nil {
+			t.retry(hs) // not reached, or refused (LOADING after a restart, say)
+			return
+		}
+		for i, cmd := range cmds {
+			if left, err := lua.CheckResult(cmd); err == nil && len(left) == len(batches[i]) {
+				t.w.apply(batches[i], left, sent)
+			}
+		}
+		return
+	}
+}
+
+// retryPause is how long a look that did not reach the server waits before
+// it is tried again.
+const retryPause = 100 * time.Millisecond
+
+// retry looks at hs again after retryPause (with the new holds, if any wait).
+func (t *tracker) retry(hs []*Hold) {
+	t.mu.Lock()
+	if len(t.fresh) == 0 {
+		t.freshT = time.Now().Add(retryPause - t.delay)
+	}
+	t.fresh = append(t.fresh, hs...)
+	t.mu.Unlock()
+	t.wake()
+}
+
+// renewals returns what the holds of b are.
+func renewals(b []*Hold) []lua.Renewal {
+	out := make([]lua.Renewal, len(b))
+	for i, h := range b {
+		out[i] = h.Renewal
+	}
+	return out
+}
+
+// apply applies a look at hs sent at sent: a hold gone ends (ErrInvalidated);
+// a hold with less lease left in Redis than its deadline says gets the earlier
+// deadline, and if Redis cut it short (it has less than 90 % of what the
+// deadline left, less 10 ms for the round trips' difference), it ends, when
+// that deadline comes, with ErrShortened.
+func (w *Watchdog) apply(hs []*Hold, left []int64, sent time.Time) {
+	var lost []*Hold
+	w.mu.Lock()
+	for i, h := range hs {
+		switch {
+		case h.index < 0:
+		case left[i] == lua.Gone:
+			w.remove(h)
+			lost = append(lost, h)
+		case left[i] >= 0:
+			d := sent.Add(time.Duration(left[i]) * time.Millisecond)
+			if !d.Before(h.due) {
+				continue
+			}
+			expected := h.due.Sub(sent)
+			h.cut = h.cut || d.Sub(sent) < expected*9/10-10*time.Millisecond
+			h.due = d
+			heap.Fix(&w.deadline, h.index)
+			w.wakeBy(d)
+		}
+	}
+	w.mu.Unlock()
+	for _, h := range lost {
+		h.OnLost(ErrInvalidated)
+	}
+}
+
+// nodeOf returns the node that holds key, making it on first use.
+func (t *tracker) nodeOf(ctx context.Context, key string) (*node, error) {
+	c, ok := t.rdb.(*redis.Client)
+	if !ok {
+		var err error
+		if c, err = t.rdb.(*redis.ClusterClient).MasterForKey(ctx, key); err != nil {
+			return nil, err
+		}
+	}
+	addr := c.Options().Addr
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n := t.nodes[addr]; n != nil {
+		return n, nil
+	}
+	n := newNode(t, addr, c.Options())
+	t.nodes[addr] = n
+	return n, nil
+}
+
+// close waits for the checker, closes every node's connections and waits for
+// their listeners; the watchdog's ctx is cancelled already.
+func (t *tracker) close() {
+	<-t.done
+	t.mu.Lock()
+	nodes := make([]*node, 0, len(t.nodes))
+	for _, n := range t.nodes {
+		nodes = append(nodes, n)
+	}
+	t.mu.Unlock()
+	for _, n := range nodes {
+		n.close()
+	}
+	t.listeners.Wait()
+}
