@@ -148,6 +148,8 @@ func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 		Logger:   o.logger,
 		Cluster:  cluster,
 		Observer: renewals,
+		Track:    !o.noTracking,
+		Tracking: trackingObserver(o),
 	})
 	return c, nil
 }

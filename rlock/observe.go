@@ -67,6 +67,16 @@ func (e pubsubEvents) Reconnected() {
 	}
 }
 
+// trackingObserver returns the observer's TrackingObserver, if it has one,
+// after telling it that tracking is off when the options turned it off.
+func trackingObserver(o clientOptions) observe.TrackingObserver {
+	obs, _ := o.observer.(observe.TrackingObserver)
+	if obs != nil && o.noTracking {
+		obs.Tracking("", observe.TrackingOff)
+	}
+	return obs
+}
+
 // observed is one public call that the client's observer sees: the ctx the
 // observer returned for it (the call's from then on, which the waits below it
 // find), the call, and whether it blocked. It is made only when an observer is
@@ -206,11 +216,14 @@ func (obs *observers) holdEnded(h *observe.Hold, err error) {
 	if h == nil {
 		return
 	}
-	outcome := holdOutcomeOf(err)
-	if outcome == observe.HoldReleased {
+	outcome, end := holdOutcomeOf(err), *h
+	switch outcome {
+	case observe.HoldReleased:
 		err = nil
+	case observe.HoldLost:
+		end.Loss = watchdog.Cause(err)
 	}
-	obs.holds.HoldEnd(*h, outcome, err)
+	obs.holds.HoldEnd(end, outcome, err)
 }
 
 // lost logs a lost hold of the object name of kind k (the observer's event
@@ -219,7 +232,7 @@ func (obs *observers) holdEnded(h *observe.Hold, err error) {
 func (obs *observers) lost(k observe.Kind, name string, err error) {
 	if obs.log != nil {
 		obs.log.Warn(observe.EventHoldEnd, observe.AttrKind, k.String(), observe.AttrName, name,
-			observe.AttrOutcome, holdOutcomeOf(err).String(), "error", err)
+			observe.AttrOutcome, holdOutcomeOf(err).String(), observe.AttrLoss, watchdog.Cause(err).String(), "error", err)
 	}
 	if obs.onLost != nil {
 		obs.onLost(name, err)

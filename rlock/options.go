@@ -27,6 +27,7 @@ type clientOptions struct {
 	releaseTimeout  time.Duration // default DefaultReleaseTimeout
 	recheck         time.Duration // default DefaultRecheckInterval
 	observer        observe.Observer
+	noTracking      bool // WithTracking(false)
 }
 
 // DefaultReleaseTimeout bounds a release (Unlock, and Close's release of the
@@ -85,6 +86,19 @@ const DefaultRecheckInterval = time.Second
 // DefaultRecheckInterval.
 func WithRecheckInterval(d time.Duration) ClientOption {
 	return func(o *clientOptions) { o.recheck = d }
+}
+
+// WithTracking turns off (false) or on (true, the default) the client's
+// tracking of its holds' keys: with it, a hold learns within a round trip that
+// its key was deleted, replaced, cut short or flushed, or lost in a failover,
+// instead of at its next renewal (see docs/design.md, "Loss known at once").
+// It costs one connection pair per Redis node and, per hold kept longer than
+// a few milliseconds, one batched read by the client's watchdog. A server that
+// refuses client tracking (a proxy, some managed services) leaves its holds to
+// the renewals, logged once (WithLogger) and reported to an observer that
+// implements observe.TrackingObserver.
+func WithTracking(on bool) ClientOption {
+	return func(o *clientOptions) { o.noTracking = !on }
 }
 
 // WithLogger makes the client log lost locks and failed renewals. Default: silent.

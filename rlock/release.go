@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/watchdog"
 )
 
 // release gives back one lease: one round trip (two when the owner's count had
@@ -134,12 +135,17 @@ func (c *Client) prepareRelease(l *Lease, publish string) (releaseReq, error) {
 // unreachable: the outcome is unknown) or that Redis refused. The lease ends
 // either way, and the owner's last lease stops the hold's renewal, so that the
 // lock is released or expires by itself: never a renewed orphan. A key that
-// turned out to hold another type means the hold was lost.
+// turned out to hold another type means the hold was lost; a hold found gone
+// while the owner's last release was in flight is, most likely, that
+// release's work (its own invalidation, told at once): unconfirmed, not lost.
 func (c *Client) releaseFailed(req *releaseReq, err error) error {
 	l := req.l
 	h, name := l.h, l.h.e.name
 	c.mu.Lock()
 	final, lost := h.endRelease()
+	if final && errors.Is(lost, watchdog.ErrGone) {
+		lost = nil // most likely this release's own doing: unconfirmed, and a retry's latch tells
+	}
 	var undo *waiter
 	if lua.IsWrongType(err) {
 		h.e.notHandedOff(req.succ, time.Now())
