@@ -45,6 +45,8 @@
 //	holdfast.watchdog.renewals     Int64Counter        {renewal}       holdfast.outcome (a renewal's)
 //	holdfast.pubsub.subscriptions  Int64UpDownCounter  {subscription}  none
 //	holdfast.pubsub.reconnects     Int64Counter        {reconnect}     none
+//	holdfast.hold.losses           Int64Counter        {hold}          holdfast.kind, holdfast.loss.cause
+//	holdfast.tracking.modes        Int64Counter        {node}          holdfast.tracking
 //
 // holdfast.acquire.duration has the calls that acquire (Lock, TryLock,
 // Acquire, TryAcquire: observe.Op.Acquires), waits included;
@@ -55,6 +57,11 @@
 // holder, and not holds). A hold ends "released", "lost", "expired",
 // "force_released", "closed" or "unconfirmed" (observe.HoldOutcome); a renewal
 // is "ok", "failed" (retried next round) or "lost" (observe.RenewOutcome). A
+// lost hold is also counted in holdfast.hold.losses by how the client learnt
+// of it: "invalidated" (at once, client tracking), "renewal" or "deadline"
+// (observe.LossCause); holdfast.tracking.modes counts the Redis nodes found
+// tracking ("on") or refusing it ("refused": losses there are learnt at the
+// next renewal), and clients with tracking turned "off". A
 // waiter woken mostly by timers ("lease_expiry", "recheck", "backoff") rather
 // than news ("message", "hand_off", "local") is not hearing its messages.
 //

@@ -234,7 +234,16 @@ func allowedValues() map[string][]string {
 	for i := 1; observe.Cause(i).String() != unknown; i++ {
 		causes = append(causes, observe.Cause(i).String())
 	}
+	var losses, modes []string
+	for i := 1; observe.LossCause(i).String() != unknown; i++ {
+		losses = append(losses, observe.LossCause(i).String())
+	}
+	for i := 1; observe.TrackingMode(i).String() != unknown; i++ {
+		modes = append(modes, observe.TrackingMode(i).String())
+	}
 	return map[string][]string{
+		observe.AttrLoss:      losses,
+		observe.AttrTracking:  modes,
 		observe.AttrKind:      kinds,
 		observe.AttrOperation: ops,
 		observe.AttrOutcome:   outcomes,

@@ -36,6 +36,8 @@ const (
 	nameRenewals          = "holdfast.watchdog.renewals"
 	nameSubscriptions     = "holdfast.pubsub.subscriptions"
 	nameReconnects        = "holdfast.pubsub.reconnects"
+	nameLosses            = "holdfast.hold.losses"
+	nameTracking          = "holdfast.tracking.modes"
 )
 
 // durationBuckets are the advisory bucket boundaries of the duration
@@ -66,6 +68,8 @@ type Observer struct {
 	renewals      metric.Int64Counter
 	subscriptions metric.Int64UpDownCounter
 	reconnects    metric.Int64Counter
+	losses        metric.Int64Counter
+	tracking      metric.Int64Counter
 }
 
 var (
@@ -74,6 +78,8 @@ var (
 	_ observe.WaitObserver   = (*Observer)(nil)
 	_ observe.RenewObserver  = (*Observer)(nil)
 	_ observe.PubSubObserver = (*Observer)(nil)
+
+	_ observe.TrackingObserver = (*Observer)(nil)
 )
 
 // NewObserver returns an Observer whose tracer and meter come from the
@@ -136,6 +142,10 @@ func NewObserver(opts ...Option) (*Observer, error) {
 		"Number of pub/sub channels holdfast clients are subscribed to.")
 	o.reconnects = counter(nameReconnects, "{reconnect}",
 		"Number of times a holdfast subscriber connection was re-established (messages may have been lost).")
+	o.losses = counter(nameLosses, "{hold}",
+		"Number of holdfast holds lost, by how the client learnt of the loss.")
+	o.tracking = counter(nameTracking, "{node}",
+		"Number of times a holdfast client found a Redis node in a tracking mode (on, refused, off).")
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -231,13 +241,17 @@ func (o *Observer) HoldStart(h observe.Hold) {
 	o.holdActive.Add(context.Background(), 1, o.kindOpts(h.Kind, h.Name)...)
 }
 
-// HoldEnd takes the hold out of holdfast.hold.active and records its
-// duration, from h.Start, in holdfast.hold.duration with its outcome.
+// HoldEnd takes the hold out of holdfast.hold.active, counts a lost one in
+// holdfast.hold.losses with its cause (h.Loss), and records its duration,
+// from h.Start, in holdfast.hold.duration with its outcome.
 func (o *Observer) HoldEnd(h observe.Hold, outcome observe.HoldOutcome, _ error) {
 	t := o.t
 	k, out := t.kindOf(h.Kind), t.holdOf(outcome)
 	ctx := context.Background()
 	o.holdActive.Add(ctx, -1, o.kindOpts(h.Kind, h.Name)...)
+	if outcome == observe.HoldLost {
+		o.losses.Add(ctx, 1, t.loss[t.lossIndex(k, t.lossOf(h.Loss))]...)
+	}
 	if h.Start.IsZero() {
 		return
 	}
@@ -290,4 +304,12 @@ func (o *Observer) Subscriptions(delta int) {
 // holdfast.pubsub.reconnects.
 func (o *Observer) Reconnected() {
 	o.reconnects.Add(context.Background(), 1)
+}
+
+// Tracking counts, in holdfast.tracking.modes, a node found in mode: "on"
+// once per node and client, "refused" once per node that refuses client
+// tracking (its holds learn of a loss at their next renewal only), "off" once
+// per client whose options turned tracking off.
+func (o *Observer) Tracking(_ string, mode observe.TrackingMode) {
+	o.tracking.Add(context.Background(), 1, o.t.mode[o.t.modeOf(mode)]...)
 }

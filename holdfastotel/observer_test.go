@@ -72,7 +72,9 @@ func TestInstruments(t *testing.T) {
 	h := observe.Hold{Kind: observe.KindMutex, Name: "a", Start: start}
 	o.HoldStart(h)
 	o.HoldStart(observe.Hold{Kind: observe.KindExpirableSemaphore, Name: "e", Start: start})
-	o.HoldEnd(h, observe.HoldLost, errors.New("gone"))
+	lost := h
+	lost.Loss = observe.LossInvalidated
+	o.HoldEnd(lost, observe.HoldLost, errors.New("gone"))
 	w := observe.Wait{Kind: observe.KindMutex, Op: observe.OpLock, Name: "a"}
 	o.WaitStart(w)
 	o.Woken(w, observe.CauseMessage)
@@ -88,6 +90,9 @@ func TestInstruments(t *testing.T) {
 	o.Subscriptions(-1)
 	o.Subscriptions(0)
 	o.Reconnected()
+	o.Tracking("127.0.0.1:6379", observe.TrackingOn)
+	o.Tracking("127.0.0.1:6380", observe.TrackingOn)
+	o.Tracking("127.0.0.1:6381", observe.TrackingRefused)
 
 	rm := e.collect(t)
 	type want struct {
@@ -105,6 +110,8 @@ func TestInstruments(t *testing.T) {
 		"holdfast.watchdog.renewals":    {"{renewal}", false, true},
 		"holdfast.pubsub.subscriptions": {"{subscription}", false, false},
 		"holdfast.pubsub.reconnects":    {"{reconnect}", false, true},
+		"holdfast.hold.losses":          {"{hold}", false, true},
+		"holdfast.tracking.modes":       {"{node}", false, true},
 	}
 	for name, w := range wants {
 		m, ok := findMetric(rm, name)
@@ -155,6 +162,9 @@ func TestInstruments(t *testing.T) {
 	assert.EqualValues(t, 0, sum(rm, nameRenewals, attrs{observe.AttrOutcome: "lost"}))
 	assert.EqualValues(t, 1, sum(rm, nameSubscriptions, nil))
 	assert.EqualValues(t, 1, sum(rm, nameReconnects, nil))
+	assert.EqualValues(t, 1, sum(rm, nameLosses, attrs{observe.AttrKind: "mutex", observe.AttrLoss: "invalidated"}))
+	assert.EqualValues(t, 2, sum(rm, nameTracking, attrs{observe.AttrTracking: "on"}))
+	assert.EqualValues(t, 1, sum(rm, nameTracking, attrs{observe.AttrTracking: "refused"}))
 	for _, name := range []string{nameSubscriptions, nameReconnects} {
 		m, _ := findMetric(rm, name)
 		for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {

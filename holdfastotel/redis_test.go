@@ -243,8 +243,9 @@ func TestContendedMutexTwoClients(t *testing.T) {
 	e2.checkAttributes(t)
 }
 
-// 2. A lock deleted from outside is lost: the watchdog's renewal finds it
-// gone, the hold ends "lost".
+// 2. A lock deleted from outside is lost: the client's tracking tells it at
+// once, the hold ends "lost", counted in holdfast.hold.losses as
+// "invalidated".
 func TestLostLock(t *testing.T) {
 	e := newEnv(t)
 	rdb := redistest.Shared(t).Client(t)
@@ -266,9 +267,10 @@ func TestLostLock(t *testing.T) {
 	}
 	require.ErrorIs(t, lease.Err(), rlock.ErrLockLost)
 
-	rm := e.waitMetric(t, "the hold ended lost", func(rm metricdata.ResourceMetrics) bool {
+	rm := e.waitMetric(t, "the hold ended lost, told by tracking", func(rm metricdata.ResourceMetrics) bool {
 		return count(rm, nameHoldDuration, mutex.with(observe.AttrOutcome, "lost")) == 1 &&
-			sum(rm, nameRenewals, attrs{observe.AttrOutcome: "lost"}) >= 1 &&
+			sum(rm, nameLosses, mutex.with(observe.AttrLoss, "invalidated")) == 1 &&
+			sum(rm, nameTracking, attrs{observe.AttrTracking: "on"}) == 1 &&
 			sum(rm, nameHoldActive, mutex) == 0
 	})
 	assert.EqualValues(t, 0, count(rm, nameHoldDuration, mutex.with(observe.AttrOutcome, "released")), dump(rm))

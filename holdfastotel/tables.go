@@ -16,7 +16,7 @@ const unknown = "unknown"
 // allocates nothing. Index 0 of every enum is its "unknown" value, which
 // values out of range map to.
 type tables struct {
-	nKinds, nOps, nOutcomes, nHolds, nCauses, nRenews int
+	nKinds, nOps, nOutcomes, nHolds, nCauses, nRenews, nLosses, nModes int
 
 	kindKV    []attribute.KeyValue // by kind
 	opKV      []attribute.KeyValue // by op
@@ -24,6 +24,8 @@ type tables struct {
 	holdKV    []attribute.KeyValue // by HoldOutcome
 	causeKV   []attribute.KeyValue // by Cause
 	renewKV   []attribute.KeyValue // by RenewOutcome
+	lossKV    []attribute.KeyValue // by LossCause
+	modeKV    []attribute.KeyValue // by TrackingMode
 	waitedKV  [2]attribute.KeyValue
 
 	call  [][]metric.RecordOption   // callIndex: kind, op, outcome, waited
@@ -31,6 +33,8 @@ type tables struct {
 	kind  [][]metric.AddOption      // by kind
 	wake  [][]metric.AddOption      // wakeIndex: kind, cause
 	renew [][]metric.AddOption      // by RenewOutcome
+	loss  [][]metric.AddOption      // lossIndex: kind, loss cause
+	mode  [][]metric.AddOption      // by TrackingMode
 	start [][]trace.SpanStartOption // spanIndex: kind, op (without the timestamp)
 	end   [][][]attribute.KeyValue  // by Outcome, then 0: not an acquisition, 1: acquisition not waited, 2: waited
 }
@@ -59,6 +63,8 @@ func newTables() *tables {
 	t.nHolds = enumCount(func(v uint8) string { return observe.HoldOutcome(v).String() })
 	t.nCauses = enumCount(func(v uint8) string { return observe.Cause(v).String() })
 	t.nRenews = enumCount(func(v uint8) string { return observe.RenewOutcome(v).String() })
+	t.nLosses = enumCount(func(v uint8) string { return observe.LossCause(v).String() })
+	t.nModes = enumCount(func(v uint8) string { return observe.TrackingMode(v).String() })
 
 	t.kindKV = keyValues(observe.AttrKind, t.nKinds, func(v int) string { return observe.Kind(v).String() })
 	t.opKV = keyValues(observe.AttrOperation, t.nOps, func(v int) string { return observe.Op(v).String() })
@@ -66,6 +72,8 @@ func newTables() *tables {
 	t.holdKV = keyValues(observe.AttrOutcome, t.nHolds, func(v int) string { return observe.HoldOutcome(v).String() })
 	t.causeKV = keyValues(observe.AttrCause, t.nCauses, func(v int) string { return observe.Cause(v).String() })
 	t.renewKV = keyValues(observe.AttrOutcome, t.nRenews, func(v int) string { return observe.RenewOutcome(v).String() })
+	t.lossKV = keyValues(observe.AttrLoss, t.nLosses, func(v int) string { return observe.LossCause(v).String() })
+	t.modeKV = keyValues(observe.AttrTracking, t.nModes, func(v int) string { return observe.TrackingMode(v).String() })
 	t.waitedKV = [2]attribute.KeyValue{attribute.Bool(observe.AttrWaited, false), attribute.Bool(observe.AttrWaited, true)}
 
 	t.call = make([][]metric.RecordOption, t.nKinds*t.nOps*t.nOutcomes*2)
@@ -109,6 +117,16 @@ func newTables() *tables {
 	for out := range t.nRenews {
 		t.renew[out] = addOpts(t.renewKV[out])
 	}
+	t.loss = make([][]metric.AddOption, t.nKinds*t.nLosses)
+	for k := range t.nKinds {
+		for c := range t.nLosses {
+			t.loss[t.lossIndex(k, c)] = addOpts(t.kindKV[k], t.lossKV[c])
+		}
+	}
+	t.mode = make([][]metric.AddOption, t.nModes)
+	for m := range t.nModes {
+		t.mode[m] = addOpts(t.modeKV[m])
+	}
 
 	t.end = make([][][]attribute.KeyValue, t.nOutcomes)
 	for out := range t.nOutcomes {
@@ -150,6 +168,7 @@ func (t *tables) callIndex(k, op, out, w int) int { return ((k*t.nOps+op)*t.nOut
 func (t *tables) spanIndex(k, op int) int         { return k*t.nOps + op }
 func (t *tables) holdIndex(k, out int) int        { return k*t.nHolds + out }
 func (t *tables) wakeIndex(k, c int) int          { return k*t.nCauses + c }
+func (t *tables) lossIndex(k, c int) int          { return k*t.nLosses + c }
 
 // The indexes of enum values: values out of range are 0, "unknown".
 
@@ -159,6 +178,8 @@ func (t *tables) outcomeOf(o observe.Outcome) int    { return index(int(o), t.nO
 func (t *tables) holdOf(o observe.HoldOutcome) int   { return index(int(o), t.nHolds) }
 func (t *tables) causeOf(c observe.Cause) int        { return index(int(c), t.nCauses) }
 func (t *tables) renewOf(o observe.RenewOutcome) int { return index(int(o), t.nRenews) }
+func (t *tables) lossOf(c observe.LossCause) int     { return index(int(c), t.nLosses) }
+func (t *tables) modeOf(m observe.TrackingMode) int  { return index(int(m), t.nModes) }
 func index(v, n int) int {
 	if v < 0 || v >= n {
 		return 0

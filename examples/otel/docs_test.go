@@ -27,6 +27,8 @@ func TestObservabilityDocListsEveryValue(t *testing.T) {
 		{"### HoldOutcome", upTo(func(i int) string { return observe.HoldOutcome(i).String() })},
 		{"### Cause", upTo(func(i int) string { return observe.Cause(i).String() })},
 		{"### RenewOutcome", upTo(func(i int) string { return observe.RenewOutcome(i).String() })},
+		{"### LossCause", upTo(func(i int) string { return observe.LossCause(i).String() })},
+		{"### TrackingMode", upTo(func(i int) string { return observe.TrackingMode(i).String() })},
 	}
 	for _, e := range enums {
 		rows := tableRows(string(doc), e.section)
