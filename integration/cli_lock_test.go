@@ -382,6 +382,23 @@ func TestCLILockLost(t *testing.T) {
 	}
 }
 
+// TestCLILockLostAtOnce: with the default watchdog (renewals every 10 s), the
+// command is stopped as soon as the lock is deleted: the client's tracking
+// tells the loss within a round trip.
+func TestCLILockLostAtOnce(t *testing.T) {
+	rdb, _, name := setup(t)
+	p := startLockCLI(t, redistest.Shared(t).Addr, name, "--", "sh", "-c", `trap "echo got TERM; exit 0" TERM; echo ready; while :; do sleep 0.05 & wait $!; done`) // wait: the trap runs at once
+	p.expect(t, "ready")
+	deleted := time.Now()
+	require.NoError(t, rdb.Del(context.Background(), name).Err())
+	p.expect(t, "got TERM")
+	took := time.Since(deleted)
+	require.Equal(t, exitLockLost, p.wait(t), p.stderr.String())
+	t.Logf("command signalled %v after the deletion: %s", took.Round(time.Microsecond), strings.TrimSpace(p.stderr.String()))
+	require.Less(t, took, 2*time.Second, "the first renewal is 10 s away")
+	require.Contains(t, p.stderr.String(), "its key changed")
+}
+
 func TestCLILockCannotRun(t *testing.T) {
 	rdb, _, name := setup(t)
 	addr := redistest.Shared(t).Addr

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -258,15 +257,7 @@ func clusterFeedReconnects(t *testing.T, cl *redistest.Cluster) {
 // clusterPubSubConns returns the ids of the node's pub/sub connections.
 func clusterPubSubConns(t *testing.T, ctx context.Context, node *redis.Client) []string {
 	t.Helper()
-	list, err := node.Do(ctx, "CLIENT", "LIST", "TYPE", "pubsub").Text()
-	require.NoError(t, err)
-	var ids []string
-	for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
-		if id, ok := strings.CutPrefix(strings.Fields(line + " x")[0], "id="); ok {
-			ids = append(ids, id)
-		}
-	}
-	return ids
+	return subscriberIDs(t, node)
 }
 
 // clusterNames returns, for every primary's address, a name without a hash tag

@@ -346,8 +346,16 @@ func TestObserverHoldOutcomes(t *testing.T) {
 				return false
 			}
 		}
-		return r.renewals[observe.RenewLost] >= 1
-	}), "no hold left open, renewals seen: %v", rec.renewals)
+		return true
+	}), "no hold left open")
+	require.True(t, rec.read(func(r *recorder) bool {
+		for _, e := range r.ended {
+			if e.hold.Name == name+":del" {
+				return e.hold.Loss == observe.LossInvalidated
+			}
+		}
+		return false
+	}), "the deleted lock's loss was told by tracking")
 }
 
 // TestObserverWakeCauses waits every way and checks what woke each waiter.

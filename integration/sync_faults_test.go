@@ -121,8 +121,7 @@ func TestSyncPubSubKilledBeforeRelease(t *testing.T) {
 				syncAwaitSubs(t, admin, channel, 1)
 
 				mon := waitStartMonitor(t, srv.Addr)
-				killed, err := admin.ClientKillByFilter(ctx, "TYPE", "pubsub").Result()
-				require.NoError(t, err)
+				killed := killSubscribers(t, admin)
 				require.EqualValues(t, 1, killed, "one subscriber connection (the waiter's)")
 				released := time.Now()
 				require.NoError(t, end())

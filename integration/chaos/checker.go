@@ -71,9 +71,11 @@ func Check(ops []Op, spec Spec) Report {
 	return r
 }
 
-// Verdict is "pass" when nothing but inherent effects was seen.
+// Verdict is "pass" when nothing but inherent effects was seen. A loss no
+// fault explains is a bug too: a false loss, or a hold that another client
+// took away.
 func (r Report) Verdict() string {
-	if r.Violations > 0 || r.Stuck > 0 || r.Linearizable == "no" {
+	if r.Violations > 0 || r.Stuck > 0 || r.Unexplained > 0 || r.Linearizable == "no" {
 		return "FAIL"
 	}
 	return "pass"

@@ -41,7 +41,9 @@
 //     in every worker process).
 //   - Detection latency: from the end of a fault that reached a holder to the
 //     moment it learnt of its loss; takeover latency: from a fault that can end
-//     holds to the next acquisition of an object held at that moment.
+//     holds to the next acquisition of an object held at that moment. A loss
+//     that no fault explains (Report.Unexplained) fails the scenario: a false
+//     loss, or a hold that another client took away.
 //   - Linearizability (github.com/anishathalye/porcupine): the acquire and
 //     release history against a sequential lock table (see model.go). A hold
 //     that was lost ends somewhere between its acquisition and the moment its
@@ -56,4 +58,6 @@
 // TestChaos runs the short tier in every `go test`; HOLDFAST_CHAOS=full (make
 // chaos) runs the full tier (docs/safety.md, "Fault matrix", says how long
 // each takes). scenarios_test.go lists which fault reaches which kind.
+// HOLDFAST_CHAOS_TRACKING=off runs the workers with rlock.WithTracking(false),
+// to compare the detection latencies with and without client tracking.
 package chaos

@@ -12,7 +12,8 @@ import (
 func TestChaosPlantedBugsCaught(t *testing.T) {
 	planted := []scenario{
 		// Fixed leases of 150 ms and sections of up to 300 ms: a lease runs out,
-		// the next holder takes the lock, and the plain DEL removes its hold.
+		// the next holder takes the lock, and the plain DEL removes its hold
+		// (which its holder learns at once: a loss no fault explains).
 		{Name: "planted-del-release", Planted: PlantDelRelease, Fault: "none", Kinds: []string{KindMutex},
 			FixedLease: 150 * time.Millisecond, Work: 300 * time.Millisecond, Names: 1, Dur: 3 * time.Second},
 		// A holder frozen for 1 s loses its 300 ms hold to the next; once resumed,
@@ -30,7 +31,8 @@ func TestChaosPlantedBugsCaught(t *testing.T) {
 			r := run(t, s)
 			require.Equal(t, "FAIL", r.Verdict, "the checker missed the planted bug")
 			require.Equal(t, "bug", r.Classified)
-			require.True(t, r.Violations > 0 || r.Linearizable == "no", "neither overlaps nor the linearizability check saw it")
+			require.True(t, r.Violations > 0 || r.Linearizable == "no" || r.Unexplained > 0,
+				"neither overlaps, nor the linearizability check, nor a loss without a fault saw it")
 		})
 	}
 }

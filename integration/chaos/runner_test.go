@@ -154,7 +154,8 @@ func newEnv(t *testing.T, s scenario) *env {
 	e.cfg = Config{Deploy: s.Deploy, ResourceAddr: resSrv.Addr, Prefix: "chaos:" + s.Name + ":", Kinds: s.Kinds,
 		Names: s.Names, Goroutines: s.Goroutines, Lease: s.Lease, FixedLease: s.FixedLease, Work: s.Work,
 		WaitBound: s.WaitBound, CancelStorm: s.CancelStorm, Planted: s.Planted, ReadTimeout: s.ReadTimeout,
-		Acks: s.Acks, ReleaseTimeout: s.ReleaseTimeout, CloseKey: "chaos:close:" + s.Name}
+		Acks: s.Acks, ReleaseTimeout: s.ReleaseTimeout, CloseKey: "chaos:close:" + s.Name,
+		NoTracking: os.Getenv("HOLDFAST_CHAOS_TRACKING") == "off"}
 	switch s.Deploy {
 	case "sentinel":
 		e.fo = redistest.StartFailover(t, 2, 3)

@@ -54,6 +54,7 @@ type Config struct {
 	// (ContextTimeoutEnabled), as the holdfast command does.
 	ReleaseTimeout time.Duration
 	CloseKey       string // a list on the resource server: BLPOP it before closing
+	NoTracking     bool   // WithTracking(false): losses learnt at renewals only
 }
 
 // worker is one process's state.
@@ -93,7 +94,7 @@ func dial(cfg Config) redis.UniversalClient {
 func RunWorker(cfg Config, proc int, out io.Writer) error {
 	before := baseline()
 	rdb := dial(cfg)
-	opts := []rlock.ClientOption{rlock.WithWatchdogTimeout(cfg.Lease)}
+	opts := []rlock.ClientOption{rlock.WithWatchdogTimeout(cfg.Lease), rlock.WithTracking(!cfg.NoTracking)}
 	if cfg.Acks > 0 {
 		opts = append(opts, rlock.WithReplicaAcks(cfg.Acks, time.Second))
 	}

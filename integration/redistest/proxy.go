@@ -35,7 +35,7 @@ type Proxy struct {
 	replyDelay   time.Duration // hold each chunk from the server this long
 	delayNext    int           // chunks still to hold for delayNextBy (DelayNextReplies)
 	delayNextBy  time.Duration
-	dropRequests bool          // discard everything from the clients
+	dropRequests bool // discard everything from the clients
 }
 
 // proxyConn is one client connection and its upstream connection.

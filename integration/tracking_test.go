@@ -1,0 +1,710 @@
+package integration
+
+// Loss known at once (client tracking): a hold learns within a round trip that
+// its key was deleted, cut short, replaced or flushed, or that a restart or a
+// broken connection lost it, and nothing else ends it. The clients here keep
+// the default watchdog (30 s lease, renewed every 10 s) unless a test says
+// otherwise, so a hold that ends within trackBound was ended by tracking.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/holdfast-go/holdfast/integration/redistest"
+	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/observe"
+	"github.com/holdfast-go/holdfast/rlock"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+// trackBound is how soon a hold must learn of its loss: generous for a loaded
+// 2-core machine, and far below the first renewal (10 s).
+const trackBound = 2 * time.Second
+
+// lossLog is an observer that keeps the ends of holds and the tracking modes.
+type lossLog struct {
+	mu    sync.Mutex
+	ends  []holdEvent
+	modes map[string][]observe.TrackingMode
+}
+
+func newLossLog() *lossLog { return &lossLog{modes: map[string][]observe.TrackingMode{}} }
+
+func (*lossLog) Start(ctx context.Context, _ observe.Call) context.Context { return ctx }
+func (*lossLog) End(context.Context, observe.Call, observe.Result)         {}
+func (*lossLog) HoldStart(observe.Hold)                                    {}
+func (l *lossLog) HoldEnd(h observe.Hold, o observe.HoldOutcome, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ends = append(l.ends, holdEvent{h, o, err})
+}
+func (l *lossLog) Tracking(node string, m observe.TrackingMode) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.modes[node] = append(l.modes[node], m)
+}
+
+// lost returns the ends of lost holds.
+func (l *lossLog) lost() []holdEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []holdEvent
+	for _, e := range l.ends {
+		if e.outcome == observe.HoldLost {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// causeOf returns the loss cause the observer heard for the hold of name.
+func (l *lossLog) causeOf(name string) observe.LossCause {
+	for _, e := range l.lost() {
+		if e.hold.Name == name {
+			return e.hold.Loss
+		}
+	}
+	return 0
+}
+
+// held is one hold under test: its handle's Done and Err, and the Redis key and
+// member that hold it.
+type held struct {
+	name   string
+	key    string
+	member string
+	done   <-chan struct{}
+	err    func() error
+	lost   error // what Err must match once lost
+}
+
+// holdKind takes one hold of a kind on name.
+type holdKind struct {
+	kind string
+	take func(t *testing.T, c *rlock.Client, rdb *redis.Client, name string) held
+}
+
+// lockHeld returns the held of a lock lease l on key name.
+func lockHeld(t *testing.T, rdb *redis.Client, c *rlock.Client, name string, l *rlock.Lease) held {
+	return held{name: name, key: name, member: wdField(t, rdb, c, name), done: l.Done(), err: l.Err, lost: rlock.ErrLockLost}
+}
+
+// trackKinds are the kinds whose holds tracking watches: every key a hold
+// lives in (a lock's hash, a read hold's, a fair lock's, a permit's sorted set).
+var trackKinds = []holdKind{
+	{"Mutex", func(t *testing.T, c *rlock.Client, rdb *redis.Client, name string) held {
+		l, err := c.NewMutex(name).Lock(rlock.WithOwner(context.Background()))
+		require.NoError(t, err)
+		return lockHeld(t, rdb, c, name, l)
+	}},
+	{"FencedMutex", func(t *testing.T, c *rlock.Client, rdb *redis.Client, name string) held {
+		l, err := c.NewFencedMutex(name).Lock(rlock.WithOwner(context.Background()))
+		require.NoError(t, err)
+		return lockHeld(t, rdb, c, name, l)
+	}},
+	{"FairMutex", func(t *testing.T, c *rlock.Client, rdb *redis.Client, name string) held {
+		l, err := c.NewFairMutex(name).Lock(rlock.WithOwner(context.Background()))
+		require.NoError(t, err)
+		return lockHeld(t, rdb, c, name, l)
+	}},
+	{"RWMutex read", func(t *testing.T, c *rlock.Client, rdb *redis.Client, name string) held {
+		l, err := c.NewRWMutex(name).ReadLock().Lock(rlock.WithOwner(context.Background()))
+		require.NoError(t, err)
+		return lockHeld(t, rdb, c, name, l)
+	}},
+	{"RWMutex write", func(t *testing.T, c *rlock.Client, rdb *redis.Client, name string) held {
+		l, err := c.NewRWMutex(name).WriteLock().Lock(rlock.WithOwner(context.Background()))
+		require.NoError(t, err)
+		return lockHeld(t, rdb, c, name, l)
+	}},
+	{"ExpirableSemaphore", func(t *testing.T, c *rlock.Client, rdb *redis.Client, name string) held {
+		s := c.NewExpirableSemaphore(name)
+		require.NoError(t, s.SetPermits(context.Background(), 3))
+		p, err := s.Acquire(context.Background(), 1)
+		require.NoError(t, err)
+		key := lua.PermitTimeoutsName(name)
+		ids, err := rdb.ZRange(context.Background(), key, 0, -1).Result()
+		require.NoError(t, err)
+		require.Len(t, ids, 1)
+		return held{name: name, key: key, member: ids[0], done: p.Done(), err: p.Err, lost: rlock.ErrPermitLost}
+	}},
+}
+
+// The kinds most tests take.
+var mutexKind, permitKind = trackKinds[0], trackKinds[5]
+
+// awaitLost waits, at most trackBound, for h to end lost, and returns how long
+// it took from since.
+func awaitLost(t *testing.T, h held, since time.Time) time.Duration {
+	t.Helper()
+	timer := time.NewTimer(time.Until(since.Add(trackBound)))
+	defer timer.Stop()
+	select {
+	case <-h.done:
+	case <-timer.C:
+		t.Fatalf("%s: still held %v after its key changed (err %v)", h.name, trackBound, h.err())
+	}
+	require.ErrorIs(t, h.err(), h.lost)
+	return time.Since(since)
+}
+
+// settle returns once the client c has looked at every hold it took before
+// the call, and so tracks their keys: it takes a barrier hold, deletes it, and
+// waits for its loss, which the first look at the barrier, or the news of its
+// deletion, tells; the holds taken before were looked at with it or earlier.
+func settle(t *testing.T, c *rlock.Client, rdb *redis.Client) {
+	t.Helper()
+	b := mutexKind.take(t, c, rdb, redistest.Name(t)+":settle")
+	since := time.Now()
+	require.NoError(t, rdb.Del(context.Background(), b.key).Err())
+	awaitLost(t, b, since)
+}
+
+// requireHeld fails the test if h has ended.
+func requireHeld(t *testing.T, h held) {
+	t.Helper()
+	select {
+	case <-h.done:
+		t.Fatalf("%s ended: %v", h.name, h.err())
+	default:
+	}
+}
+
+// replace puts another owner's hold where h's was: the key deleted and written
+// again, as another client's acquisition after an outside DEL would.
+func replace(ctx context.Context, rdb *redis.Client, h held) error {
+	typ, err := rdb.Type(ctx, h.key).Result()
+	if err != nil {
+		return err
+	}
+	_, err = rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, h.key)
+		if typ == "zset" {
+			p.ZAdd(ctx, h.key, redis.Z{Score: float64(time.Now().Add(time.Minute).UnixMilli()), Member: "another permit id"})
+		} else {
+			p.HSet(ctx, h.key, "another-client:1", 1)
+		}
+		p.PExpire(ctx, h.key, 30*time.Second)
+		return nil
+	})
+	return err
+}
+
+// TestTrackingEndsHoldsAtOnce: every kind of hold, deleted, cut short, replaced
+// by another owner's, or stripped of its own field or member from outside,
+// ends within trackBound (the first renewal is 10 s away), lost, with the
+// cause "invalidated".
+func TestTrackingEndsHoldsAtOnce(t *testing.T) {
+	changes := []struct {
+		what string
+		do   func(ctx context.Context, rdb *redis.Client, h held) error
+	}{
+		{"DEL", func(ctx context.Context, rdb *redis.Client, h held) error { return rdb.Del(ctx, h.key).Err() }},
+		{"UNLINK", func(ctx context.Context, rdb *redis.Client, h held) error { return rdb.Unlink(ctx, h.key).Err() }},
+		{"PEXPIRE 1", func(ctx context.Context, rdb *redis.Client, h held) error {
+			return rdb.PExpire(ctx, h.key, time.Millisecond).Err()
+		}},
+		{"replaced", replace},
+		{"own entry removed", func(ctx context.Context, rdb *redis.Client, h held) error {
+			if strings.HasSuffix(h.key, ":timeout") {
+				return rdb.ZRem(ctx, h.key, h.member).Err()
+			}
+			return rdb.HDel(ctx, h.key, h.member).Err()
+		}},
+	}
+	for _, k := range trackKinds {
+		for _, ch := range changes {
+			t.Run(k.kind+"/"+ch.what, func(t *testing.T) {
+				obs := newLossLog()
+				rdb, c, name := setup(t, rlock.WithObserver(obs))
+				h := k.take(t, c, rdb, name)
+				settle(t, c, rdb)
+				since := time.Now()
+				require.NoError(t, ch.do(context.Background(), rdb, h))
+				took := awaitLost(t, h, since)
+				t.Logf("%s after %s: lost after %v: %v", k.kind, ch.what, took.Round(time.Microsecond), h.err())
+				require.Equal(t, observe.LossInvalidated, obs.causeOf(name))
+			})
+		}
+	}
+}
+
+// TestTrackingForceUnlockInTheSameClient: the holder's own rlock.Client
+// force-unlocks the lock (ForceUnlock, through the same go-redis client), and
+// the hold still learns of it at once: the client's own writes are news too.
+func TestTrackingForceUnlockInTheSameClient(t *testing.T) {
+	obs := newLossLog()
+	rdb, c, name := setup(t, rlock.WithObserver(obs))
+	h := mutexKind.take(t, c, rdb, name)
+	settle(t, c, rdb)
+	since := time.Now()
+	ok, err := c.NewMutex(name).ForceUnlock(context.Background())
+	require.NoError(t, err)
+	require.True(t, ok)
+	awaitLost(t, h, since)
+}
+
+// TestTrackingNoFalseLoss: what leaves a hold in place ends nothing: its
+// owner's reentry and the release of it, other owners' failed attempts (in the
+// same client and in another), reads from outside, renewals (a 600 ms watchdog
+// here, so a dozen of them), other permits taken and given back on the same
+// semaphore, other keys' changes, and a thousand short holds taken and
+// released in between. A barrier hold, deleted last, proves the news before
+// it was handled: news arrives in order.
+func TestTrackingNoFalseLoss(t *testing.T) {
+	obs := newLossLog()
+	renewals := &renewCount{}
+	opts := []rlock.ClientOption{rlock.WithObserver(struct {
+		*lossLog
+		*renewCount
+	}{obs, renewals}), rlock.WithWatchdogTimeout(600 * time.Millisecond)}
+	rdb, c, name := setup(t, opts...)
+	other := newClient(t, redistest.Shared(t).Client(t))
+	ctx := testCtx(t, time.Minute)
+
+	owner := rlock.WithOwner(ctx)
+	m := c.NewMutex(name)
+	l, err := m.Lock(owner)
+	require.NoError(t, err)
+	lock := lockHeld(t, rdb, c, name, l)
+	sem := c.NewExpirableSemaphore(name + ":sem")
+	require.NoError(t, sem.SetPermits(ctx, 5))
+	p, err := sem.Acquire(ctx, 1)
+	require.NoError(t, err)
+	rw := c.NewRWMutex(name + ":rw")
+	rl, err := rw.ReadLock().Lock(rlock.WithOwner(ctx))
+	require.NoError(t, err)
+
+	for i := range 1000 {
+		inner, err := m.Lock(owner) // reentry: HINCRBY and PEXPIRE on the held key
+		require.NoError(t, err)
+		_, err = m.TryLock(rlock.WithOwner(ctx)) // another owner, this client
+		require.ErrorIs(t, err, rlock.ErrNotAcquired)
+		_, err = other.NewMutex(name).TryLock(rlock.WithOwner(ctx)) // another client
+		require.ErrorIs(t, err, rlock.ErrNotAcquired)
+		require.NoError(t, rdb.HGetAll(ctx, name).Err())
+		require.NoError(t, inner.Unlock(owner))
+		q, err := other.NewExpirableSemaphore(name+":sem").Acquire(ctx, 1) // the same sorted set
+		require.NoError(t, err)
+		r2, err := rw.ReadLock().Lock(rlock.WithOwner(ctx)) // another reader on the same hash
+		require.NoError(t, err)
+		short, err := c.NewMutex(fmt.Sprintf("%s:short:%d", name, i%10)).Lock(rlock.WithOwner(ctx))
+		require.NoError(t, err)
+		require.NoError(t, short.Unlock(ctx))
+		require.NoError(t, r2.Unlock(ctx))
+		require.NoError(t, q.Release(ctx))
+	}
+	require.Eventually(t, func() bool { return renewals.ok() >= 12 }, 30*time.Second, 10*time.Millisecond)
+
+	barrier := mutexKind.take(t, c, rdb, name+":barrier")
+	since := time.Now()
+	require.NoError(t, rdb.Del(ctx, barrier.key).Err())
+	awaitLost(t, barrier, since)
+	requireHeld(t, lock)
+	require.NoError(t, p.Err())
+	require.NoError(t, rl.Err())
+	lost := obs.lost()
+	require.Len(t, lost, 1, "holds lost: %v", lost)
+	t.Logf("%d renewals, one loss (the barrier's)", renewals.ok())
+	require.NoError(t, l.Unlock(ctx))
+	require.NoError(t, p.Release(ctx))
+	require.NoError(t, rl.Unlock(ctx))
+}
+
+// renewCount counts the renewals confirmed.
+type renewCount struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (r *renewCount) Renewed(o observe.RenewOutcome, holds int) {
+	if o == observe.RenewOK {
+		r.mu.Lock()
+		r.n += holds
+		r.mu.Unlock()
+	}
+}
+
+func (r *renewCount) ok() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
+
+// TestTrackingReleaseRacesItsOwnInvalidation: a thousand holds, each kept a
+// few round trips (so that the tracker has looked at it, and tracks its key)
+// and then released: each release's own invalidation arrives while, or after,
+// the release returns, and is never taken for a loss.
+func TestTrackingReleaseRacesItsOwnInvalidation(t *testing.T) {
+	obs := newLossLog()
+	rdb, c, name := setup(t, rlock.WithObserver(obs))
+	ctx := testCtx(t, time.Minute)
+	sem := c.NewExpirableSemaphore(name + ":sem")
+	require.NoError(t, sem.SetPermits(ctx, 1))
+	for i := range 1000 {
+		l, err := c.NewMutex(name).Lock(rlock.WithOwner(ctx))
+		require.NoError(t, err)
+		p, err := sem.Acquire(ctx, 1)
+		require.NoError(t, err)
+		for range i % 8 {
+			require.NoError(t, rdb.Ping(ctx).Err())
+		}
+		require.NoError(t, l.Unlock(ctx))
+		require.NoError(t, p.Release(ctx))
+	}
+	barrier := mutexKind.take(t, c, rdb, name+":barrier")
+	since := time.Now()
+	require.NoError(t, rdb.Del(ctx, barrier.key).Err())
+	awaitLost(t, barrier, since)
+	require.Len(t, obs.lost(), 1, "holds lost: %v", obs.lost())
+}
+
+// TestTrackingFlush: FLUSHALL and FLUSHDB (sync and async) end every hold of
+// every kind at once: the server's null invalidation makes the client look at
+// all of them.
+func TestTrackingFlush(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, flush := range []string{"FLUSHALL", "FLUSHDB", "FLUSHALL ASYNC"} {
+		t.Run(flush, func(t *testing.T) {
+			rdb := srv.Client(t)
+			obs := newLossLog()
+			c := newClient(t, rdb, rlock.WithObserver(obs))
+			var hs []held
+			for _, k := range trackKinds {
+				hs = append(hs, k.take(t, c, rdb, redistest.Name(t)+":"+k.kind))
+			}
+			settle(t, c, rdb)
+			since := time.Now()
+			args := make([]any, 0, 2)
+			for _, a := range strings.Fields(flush) {
+				args = append(args, a)
+			}
+			require.NoError(t, rdb.Do(context.Background(), args...).Err())
+			for _, h := range hs {
+				took := awaitLost(t, h, since)
+				t.Logf("%s lost after %v", h.name, took.Round(time.Microsecond))
+				require.Equal(t, observe.LossInvalidated, obs.causeOf(h.name))
+			}
+		})
+	}
+}
+
+// TestTrackingRestartWithoutPersistence: a restart that lost every key ends
+// every hold as soon as the client's connections are made again, long before
+// the first renewal.
+func TestTrackingRestartWithoutPersistence(t *testing.T) {
+	srv := redistest.StartControllable(t, "--save", "", "--appendonly", "no")
+	rdb := srv.Client(t)
+	obs := newLossLog()
+	c := newClient(t, rdb, rlock.WithObserver(obs))
+	var hs []held
+	for _, k := range trackKinds {
+		hs = append(hs, k.take(t, c, rdb, redistest.Name(t)+":"+k.kind))
+	}
+	settle(t, c, rdb)
+	srv.Restart(t)
+	since := time.Now()
+	for _, h := range hs {
+		took := awaitLost(t, h, since)
+		t.Logf("%s lost %v after the restart", h.name, took.Round(time.Microsecond))
+		require.Equal(t, observe.LossInvalidated, obs.causeOf(h.name))
+	}
+}
+
+// TestTrackingNewsLostWithTheConnection: the invalidation of a deletion is
+// lost with the connection that was to carry it (a proxy swallows it, then
+// drops every connection); the client looks at its holds when it connects
+// again, and the hold ends then. Then tracking works again: the next
+// deletion is told at once.
+func TestTrackingNewsLostWithTheConnection(t *testing.T) {
+	srv := redistest.Shared(t)
+	direct := srv.Client(t)
+	proxy := redistest.NewProxy(t, srv.Addr)
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	obs := newLossLog()
+	c := newClient(t, rdb, rlock.WithObserver(obs))
+	name := redistest.Name(t)
+	a := mutexKind.take(t, c, direct, name+":a")
+	b := permitKind.take(t, c, direct, name+":b")
+	settle(t, c, direct)
+	ctx := testCtx(t, time.Minute)
+
+	proxy.SetDropAll(true) // the invalidation below never reaches the client
+	require.NoError(t, direct.Del(ctx, a.key).Err())
+	proxy.CloseConns()
+	proxy.SetDropAll(false)
+	since := time.Now()
+	took := awaitLost(t, a, since)
+	t.Logf("lost %v after the connections dropped", took.Round(time.Microsecond))
+	requireHeld(t, b)
+
+	since = time.Now()
+	require.NoError(t, direct.Del(ctx, b.key).Err())
+	awaitLost(t, b, since)
+}
+
+// TestTrackingAfterClientKill: the server kills the client's tracking
+// connections (CLIENT KILL of every pub/sub connection, then of every
+// connection with tracking on); the client makes them again and the next
+// deletion is told at once.
+func TestTrackingAfterClientKill(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	c := newClient(t, rdb)
+	name := redistest.Name(t)
+	first := mutexKind.take(t, c, rdb, name+":first")
+	ctx := testCtx(t, time.Minute)
+	require.Eventually(t, func() bool { return trackedConns(t, rdb) == 1 }, trackBound, time.Millisecond)
+	require.NoError(t, rdb.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err())
+	killTracked(t, rdb)
+	h := permitKind.take(t, c, rdb, name+":after")
+	require.Eventually(t, func() bool { return trackedConns(t, rdb) == 1 }, trackBound, time.Millisecond)
+	settle(t, c, rdb)
+	requireHeld(t, first)
+	for _, x := range []held{first, h} {
+		since := time.Now()
+		require.NoError(t, rdb.Del(ctx, x.key).Err())
+		awaitLost(t, x, since)
+	}
+}
+
+// trackedConns counts the server's connections with tracking on.
+func trackedConns(t *testing.T, rdb *redis.Client) int {
+	n := 0
+	for _, line := range strings.Split(rdb.ClientList(context.Background()).Val(), "\n") {
+		if tracking(line) {
+			n++
+		}
+	}
+	return n
+}
+
+// tracking reports whether a CLIENT LIST line is a connection with tracking on.
+func tracking(line string) bool {
+	for _, f := range strings.Fields(line) {
+		if flags, ok := strings.CutPrefix(f, "flags="); ok {
+			return strings.Contains(flags, "t")
+		}
+	}
+	return false
+}
+
+// killTracked kills the server's connections with tracking on.
+func killTracked(t *testing.T, rdb *redis.Client) {
+	for _, line := range strings.Split(rdb.ClientList(context.Background()).Val(), "\n") {
+		if !tracking(line) {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if id, ok := strings.CutPrefix(f, "id="); ok {
+				require.NoError(t, rdb.Do(context.Background(), "CLIENT", "KILL", "ID", id).Err())
+			}
+		}
+	}
+}
+
+// TestTrackingRefused: a server that refuses CLIENT TRACKING (here an ACL user
+// without it, as a proxy or a managed service would) leaves the holds to the
+// renewals: the client says so once in its log, the observer hears the node is
+// "refused", and a deleted hold is still found, by its next renewal.
+func TestTrackingRefused(t *testing.T) {
+	srv := redistest.Start(t)
+	admin := srv.Client(t)
+	ctx := testCtx(t, time.Minute)
+	require.NoError(t, admin.Do(ctx, "ACL", "SETUSER", "notrack", "on", ">pw", "~*", "&*", "+@all", "-client", "+client|id").Err())
+	rdb := srv.Client(t, func(o *redis.Options) { o.Username, o.Password = "notrack", "pw" })
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	log := slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, nil))
+	obs := newLossLog()
+	c := newClient(t, rdb, rlock.WithObserver(obs), rlock.WithLogger(log), rlock.WithWatchdogTimeout(600*time.Millisecond))
+	name := redistest.Name(t)
+	settle(t, c, rdb) // the node is made, and refuses
+	require.Eventually(t, func() bool {
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		return len(obs.modes[srv.Addr]) > 0
+	}, trackBound, time.Millisecond)
+	h := mutexKind.take(t, c, rdb, name)
+	since := time.Now()
+	require.NoError(t, admin.Del(ctx, h.key).Err())
+	awaitLost(t, h, since)
+	require.Equal(t, observe.LossRenewal, obs.causeOf(name))
+	h2 := permitKind.take(t, c, rdb, name+":2")
+	require.NoError(t, admin.Do(ctx, "CLIENT", "KILL", "USER", "notrack").Err()) // reconnects: no second log line
+	since = time.Now()
+	require.NoError(t, admin.Del(ctx, h2.key).Err())
+	awaitLost(t, h2, since)
+
+	obs.mu.Lock()
+	require.Equal(t, []observe.TrackingMode{observe.TrackingRefused}, obs.modes[srv.Addr])
+	obs.mu.Unlock()
+	logMu.Lock()
+	defer logMu.Unlock()
+	require.Equal(t, 1, strings.Count(logs.String(), "msg="+observe.EventTracking+" "), "log:\n%s", logs.String())
+	require.Contains(t, logs.String(), "holdfast.tracking=refused")
+}
+
+// lockedWriter writes to w under mu.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// TestTrackingOff: WithTracking(false) opens no tracking connection, tells the
+// observer once that tracking is off, and leaves a deleted hold to its next
+// renewal (cause "renewal").
+func TestTrackingOff(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	obs := newLossLog()
+	c := newClient(t, rdb, rlock.WithObserver(obs), rlock.WithTracking(false), rlock.WithWatchdogTimeout(600*time.Millisecond))
+	name := redistest.Name(t)
+	h := mutexKind.take(t, c, rdb, name)
+	require.Zero(t, trackedConns(t, rdb))
+	since := time.Now()
+	require.NoError(t, rdb.Del(context.Background(), h.key).Err())
+	awaitLost(t, h, since)
+	require.Equal(t, observe.LossRenewal, obs.causeOf(name))
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	require.Equal(t, map[string][]observe.TrackingMode{"": {observe.TrackingOff}}, obs.modes)
+}
+
+// TestTrackingCluster: on Redis Cluster each primary tracks the keys it holds:
+// holds on different primaries each end at once when deleted.
+func TestTrackingCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3, 0)
+	rdb := cl.Client(t)
+	obs := newLossLog()
+	c := newClient(t, rdb, rlock.WithObserver(obs))
+	ctx := testCtx(t, time.Minute)
+	masters := map[string]bool{}
+	for i := 0; len(masters) < 3; i++ {
+		name := fmt.Sprintf("%s:%d", redistest.Name(t), i)
+		node, err := rdb.MasterForKey(ctx, name)
+		require.NoError(t, err)
+		if masters[node.Options().Addr] {
+			continue
+		}
+		masters[node.Options().Addr] = true
+		l, err := c.NewMutex(name).Lock(rlock.WithOwner(ctx))
+		require.NoError(t, err)
+		settleOn(t, c, rdb, name)
+		since := time.Now()
+		require.NoError(t, rdb.Del(ctx, name).Err())
+		select {
+		case <-l.Done():
+		case <-time.After(trackBound):
+			t.Fatalf("%s on %s: still held after its deletion", name, node.Options().Addr)
+		}
+		require.ErrorIs(t, l.Err(), rlock.ErrLockLost)
+		t.Logf("%s on %s lost after %v", name, node.Options().Addr, time.Since(since).Round(time.Microsecond))
+		require.Equal(t, observe.LossInvalidated, obs.causeOf(name))
+	}
+	for addr := range masters {
+		require.Eventually(t, func() bool {
+			obs.mu.Lock()
+			defer obs.mu.Unlock()
+			return slices.Equal([]observe.TrackingMode{observe.TrackingOn}, obs.modes[addr])
+		}, trackBound, time.Millisecond, "node %s", addr)
+	}
+}
+
+// settleOn is settle on a cluster, with a barrier in the hash slot of name.
+func settleOn(t *testing.T, c *rlock.Client, rdb *redis.ClusterClient, name string) {
+	t.Helper()
+	barrier := "{" + name + "}:settle"
+	l, err := c.NewMutex(barrier).Lock(rlock.WithOwner(context.Background()))
+	require.NoError(t, err)
+	require.NoError(t, rdb.Del(context.Background(), barrier).Err())
+	select {
+	case <-l.Done():
+	case <-time.After(trackBound):
+		t.Fatalf("barrier %s still held after its deletion", barrier)
+	}
+}
+
+// TestTrackingSentinelFailoverLosesTheKey: a Sentinel failover to a replica
+// that does not have the lock (it was deleted there alone, as a write lost in
+// replication would be) ends the hold once the client follows the new
+// primary, long before the first renewal.
+func TestTrackingSentinelFailoverLosesTheKey(t *testing.T) {
+	f := redistest.StartFailover(t, 1, 3)
+	rdb := f.Client(t)
+	obs := newLossLog()
+	c := newClient(t, rdb, rlock.WithObserver(obs), rlock.WithWatchdogTimeout(2*time.Minute)) // renewals every 40 s
+	ctx := testCtx(t, 2*time.Minute)
+	name := redistest.Name(t)
+	h := mutexKind.take(t, c, rdb, name)
+	settle(t, c, rdb)
+	replica := redis.NewClient(&redis.Options{Addr: f.Replicas[0].Addr})
+	t.Cleanup(func() { _ = replica.Close() })
+	require.Eventually(t, func() bool { return replica.Exists(ctx, name).Val() == 1 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, replica.ConfigSet(ctx, "replica-read-only", "no").Err())
+	require.NoError(t, replica.Del(ctx, name).Err())
+	old := f.Primary.Addr
+	f.Primary.Kill()
+	promoted, err := f.WaitMasterChange(ctx, old)
+	require.NoError(t, err)
+	since := time.Now()
+	select {
+	case <-h.done:
+	case <-time.After(15 * time.Second):
+		t.Fatalf("still held 15 s after %s was promoted: %v", promoted, h.err())
+	}
+	t.Logf("lost %v after the promotion of %s: %v", time.Since(since).Round(time.Millisecond), promoted, h.err())
+	require.ErrorIs(t, h.err(), rlock.ErrLockLost)
+	require.Equal(t, observe.LossInvalidated, obs.causeOf(name))
+}
+
+// TestTrackingCloseLeavesNothing: Close stops the tracker's goroutines and
+// closes its connections, on every node it used (a cluster's three primaries
+// here), also while a node is down and its connections keep failing.
+func TestTrackingCloseLeavesNothing(t *testing.T) {
+	cl := redistest.StartCluster(t, 3, 0)
+	ignore := goleak.IgnoreCurrent()
+	rdb := cl.Client(t)
+	c, err := rlock.New(rdb)
+	require.NoError(t, err)
+	ctx := testCtx(t, time.Minute)
+	masters := map[string]bool{}
+	for i := 0; len(masters) < 3; i++ {
+		name := fmt.Sprintf("%s:%d", redistest.Name(t), i)
+		node, err := rdb.MasterForKey(ctx, name)
+		require.NoError(t, err)
+		if masters[node.Options().Addr] {
+			continue
+		}
+		masters[node.Options().Addr] = true
+		_, err = c.NewMutex(name).Lock(rlock.WithOwner(ctx))
+		require.NoError(t, err)
+		settleOn(t, c, rdb, name)
+	}
+	for _, n := range cl.Nodes() {
+		require.Eventually(t, func() bool { return trackedConns(t, n.Client(t)) == 1 }, trackBound, time.Millisecond, "node %s", n.Addr)
+	}
+	cl.Nodes()[0].Kill() // its tracking connections fail from now on
+	require.NoError(t, c.Close())
+	require.NoError(t, rdb.Close())
+	for _, n := range cl.Nodes()[1:] {
+		require.Eventually(t, func() bool { return trackedConns(t, n.Client(t)) == 0 }, trackBound, time.Millisecond, "node %s", n.Addr)
+	}
+	goleak.VerifyNone(t, ignore)
+}
