@@ -193,7 +193,10 @@ func (h *hold) gaveBack(l *Lease, levels int64) int {
 }
 
 // releasing marks the owner's last hold as being released.
-func (h *hold) beginRelease() { h.releasing = true }
+func (h *hold) beginRelease() {
+	h.releasing = true
+	h.wd.SetReleasing(true) // the release's own change of the key is no news
+}
 
 // lostDuringRelease keeps err, a loss reported while the owner's last release
 // is in flight, for that release to apply if it fails; it reports whether one
@@ -208,6 +211,7 @@ func (h *hold) lostDuringRelease(err error) bool {
 // endRelease marks the release answered (or failed) and returns the loss
 // reported meanwhile, if any.
 func (h *hold) endRelease() (final bool, lost error) {
+	h.wd.SetReleasing(false)
 	final, lost = h.releasing, h.lostWhileReleasing
 	h.releasing, h.lostWhileReleasing = false, nil
 	return final, lost

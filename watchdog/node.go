@@ -18,9 +18,10 @@ import (
 // that asked for them to be redirected (CLIENT TRACKING ... REDIRECT).
 const invalidateChannel = "__redis__:invalidate"
 
-// The client names (CLIENT SETNAME) of the tracker's connections to each
-// node, as CLIENT LIST shows them: ReaderName's reads are tracked, NewsName
-// is subscribed to __redis__:invalidate.
+// The client names (CLIENT SETNAME, when the server allows it) of the
+// tracker's connections to each node, as CLIENT LIST shows them:
+// ReaderName's reads are tracked, NewsName is subscribed to
+// __redis__:invalidate.
 const (
 	ReaderName = "holdfast-tracking"
 	NewsName   = "holdfast-invalidations"
@@ -69,7 +70,6 @@ func newNode(t *tracker, addr string, opts *redis.Options) *node {
 	ro.PoolSize, ro.MinIdleConns, ro.MaxIdleConns, ro.MaxActiveConns = 1, 0, 1, 1
 	ro.PipelinePoolSize = -1 // the checks' pipelines on that one tracked connection
 	ro.ConnMaxIdleTime = -1
-	ro.ClientName, no.ClientName = ReaderName, NewsName
 	ro.OnConnect = n.readerConnected(opts.OnConnect)
 	no.PoolSize, no.MinIdleConns, no.MaxIdleConns, no.Protocol = 1, 0, 1, 2
 	no.OnConnect = n.newsConnected(opts.OnConnect)
@@ -102,6 +102,7 @@ func (n *node) newsConnected(user func(context.Context, *redis.Conn) error) func
 				return err
 			}
 		}
+		_ = cn.ClientSetName(ctx, NewsName).Err() // for CLIENT LIST's readers; an ACL may refuse it
 		id, err := cn.ClientID(ctx).Result()
 		if refused(err) {
 			n.setMode(err)
@@ -128,6 +129,7 @@ func (n *node) readerConnected(user func(context.Context, *redis.Conn) error) fu
 				return err
 			}
 		}
+		_ = cn.ClientSetName(ctx, ReaderName).Err() // for CLIENT LIST's readers; an ACL may refuse it
 		err := n.track(ctx, cn)
 		n.t.changed(nil)
 		if refused(err) {

@@ -146,7 +146,7 @@ func (w *Watchdog) pick(keys map[string]struct{}, all bool, fresh []*Hold) []*Ho
 	seen := make(map[*Hold]bool)
 	var out []*Hold
 	add := func(h *Hold) {
-		if h.index >= 0 && !seen[h] {
+		if h.index >= 0 && !h.releasing && !seen[h] {
 			seen[h] = true
 			out = append(out, h)
 		}
@@ -178,6 +178,12 @@ func (t *tracker) check(holds []*Hold) {
 			continue // no node to ask, or no tracking on it: the renewals alone
 		}
 		byNode[n] = append(byNode[n], h)
+	}
+	if len(byNode) == 1 { // one server, or a cluster's news: no goroutine
+		for n, hs := range byNode {
+			t.checkNode(ctx, n, hs)
+		}
+		return
 	}
 	var wg sync.WaitGroup
 	for n, hs := range byNode {

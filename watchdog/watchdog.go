@@ -114,6 +114,7 @@ type Hold struct {
 	index       int       // position in the deadline heap; -1 once stopped or past due
 	stopped     bool      // Stop was called
 	cut         bool      // due was brought forward by what Redis said (see apply)
+	releasing   bool      // a release is in flight: the tracker does not look at it
 }
 
 // New starts a watchdog that renews through rdb.
@@ -222,6 +223,16 @@ func (h *Hold) SetDeadline(d time.Time) {
 	h.due, h.cut = d, false
 	heap.Fix(&w.deadline, h.index)
 	w.wakeBy(d)
+}
+
+// SetReleasing records that the holder's release of the hold is in flight
+// (on) or answered (off). Meanwhile the tracker does not look at the hold:
+// the release's own change of the key is no news, and a look would find the
+// hold gone. The renewals go on; Stop ends the hold as usual.
+func (h *Hold) SetReleasing(on bool) {
+	h.w.mu.Lock()
+	h.releasing = on
+	h.w.mu.Unlock()
 }
 
 // Lose ends the hold for reason as a round that found it gone would: it takes
