@@ -314,7 +314,7 @@ func BenchmarkWatchdogScale(b *testing.B) {
 // TestWatchdogScaleSmoke: 1,000 watchdog holds on one client are renewed with at
 // most one round trip per 100 locks per round, and all stay held. With
 // tracking on, each renewal's change of a key is news that the tracker looks
-// at again (which tracks the key again): at most one more script call per
+// at again (which tracks the key again): about one more script call per
 // batch, on the tracker's own connection.
 func TestWatchdogScaleSmoke(t *testing.T) {
 	for _, track := range []bool{false, true} {
@@ -335,7 +335,9 @@ func TestWatchdogScaleSmoke(t *testing.T) {
 				return
 			}
 			require.GreaterOrEqual(t, r.ServerEvals, r.Evals-0.5, "the server ran every renewal call")
-			require.LessOrEqual(t, r.ServerEvals, 2*r.Evals+0.5, "and at most one look per renewed batch")
+			// The first news of a round is looked at alone, at once; the
+			// rest pile up meanwhile and go in batches.
+			require.LessOrEqual(t, r.ServerEvals, 2*r.Evals+3, "and about one look per renewed batch")
 		})
 	}
 }
