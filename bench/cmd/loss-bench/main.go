@@ -1,0 +1,132 @@
+// Command loss-bench measures how soon a holder learns that its lock is gone
+// from Redis, and what learning it costs, on a private redis-server, and
+// writes loss.md.
+//
+// It measures, in one run:
+//
+//   - detection: the time from an outside DEL of a held lock to holdfast's
+//     Lease.Done and to the cancellation of rueidislock's lock context
+//     (WithContext), round by round in turns, idle and with other holds of
+//     the same client open (-others, 1,000);
+//   - the server's commands per acquisition, and per renewal round, with
+//     holdfast's client tracking on and off;
+//   - the uncontended TryLock+Unlock cycle with tracking on and off, and
+//     PING, interleaved op by op.
+//
+// Usage (from bench/):
+//
+//	go run ./cmd/loss-bench -out out          # about a minute
+//	go run ./cmd/loss-bench -quick -out /tmp/lb
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/holdfast-go/holdfast/bench/internal/cli"
+	"github.com/holdfast-go/holdfast/bench/internal/redisserver"
+	"github.com/holdfast-go/holdfast/bench/internal/report"
+	"github.com/redis/go-redis/v9"
+)
+
+type options struct {
+	out      string
+	quick    bool
+	rounds   int
+	others   int
+	settle   time.Duration
+	holds    int
+	cycles   int
+	cRounds  int
+	redisBin string
+}
+
+func main() {
+	log.SetFlags(0)
+	log.SetPrefix("loss-bench: ")
+	var o options
+	flag.StringVar(&o.out, "out", "out", "directory for loss.md")
+	flag.BoolVar(&o.quick, "quick", false, "short run: fewer rounds and cycles")
+	flag.IntVar(&o.rounds, "rounds", 0, "deletions per library and scenario (default 100, -quick 50)")
+	flag.IntVar(&o.others, "others", 1000, "other holds open in the busy scenario")
+	flag.DurationVar(&o.settle, "settle", 20*time.Millisecond, "how long each lock is held before its deletion")
+	flag.IntVar(&o.holds, "holds", 1000, "acquisitions counted for the server's commands per acquisition")
+	flag.IntVar(&o.cycles, "cycles", 0, "uncontended cycles per row and round (default 1000, -quick 300)")
+	flag.IntVar(&o.cRounds, "cycle-rounds", 0, "uncontended rounds (default 10, -quick 3)")
+	flag.StringVar(&o.redisBin, "redis-server", "", "redis-server binary (default: from PATH, else /usr/bin/redis-server)")
+	flag.Parse()
+	cli.Default(&o.rounds, 100, 50, o.quick)
+	cli.Default(&o.cycles, 1000, 300, o.quick)
+	cli.Default(&o.cRounds, 10, 3, o.quick)
+	o.redisBin = cli.RedisServer(o.redisBin)
+	if err := run(o); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(o options) error {
+	started := time.Now()
+	ctx := context.Background()
+	srv, err := redisserver.Start(ctx, o.redisBin)
+	if err != nil {
+		return err
+	}
+	defer srv.Stop()
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer admin.Close()
+
+	var r results
+	for _, others := range []int{0, o.others} {
+		log.Printf("detection, %d other holds: %d rounds per library", others, o.rounds)
+		d, err := detection(ctx, srv.Addr, admin, others, o)
+		if err != nil {
+			return fmt.Errorf("detection with %d other holds: %w", others, err)
+		}
+		r.detect = append(r.detect, d)
+	}
+	log.Printf("server commands per acquisition and per renewal round")
+	if r.costs, err = serverCosts(ctx, srv.Addr, admin, o); err != nil {
+		return fmt.Errorf("server commands: %w", err)
+	}
+	log.Printf("uncontended cycle: %d rounds of %d cycles", o.cRounds, o.cycles)
+	if r.cycle, err = cycles(ctx, srv.Addr, o); err != nil {
+		return fmt.Errorf("uncontended cycle: %w", err)
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	md := r.markdown(o, srv.Version(), started)
+	path := filepath.Join(o.out, "loss.md")
+	if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
+		return err
+	}
+	fmt.Print(md)
+	log.Printf("wrote %s", path)
+	return nil
+}
+
+// results is everything the run measured.
+type results struct {
+	detect []detected
+	costs  []cost
+	cycle  []cycleRow
+}
+
+// markdown renders the report.
+func (r results) markdown(o options, version string, started time.Time) string {
+	s := report.Header("Loss detection", "`make bench-loss` (bench/cmd/loss-bench)", started.UTC(), time.Since(started), o.quick)
+	s += "\n" + report.Machine(version, o.redisBin).Table()
+	s += detectionTable(r.detect, o)
+	s += costTable(r.costs, o)
+	s += cycleTable(r.cycle, o)
+	return s
+}
+
+// errNotLost: the handle of a deleted lock did not end in time.
+var errNotLost = errors.New("the handle did not end within 30 s of the deletion")
