@@ -723,7 +723,7 @@ func replyDecoders() []decoder {
 		decoder{"RenewResult",
 			func(ctx context.Context, rdb *redis.Client) (any, error) {
 				p := rdb.Pipeline()
-				cmd := RenewCmd(ctx, p, []Renewal{lock.Renewal("c:1"), PermitRenewal("fuzz", "id")}, time.Now(), time.Second)
+				cmd := RenewCmd(ctx, p, []Renewal{lock.Renewal("c:1"), PermitRenewal("fuzz", "id")}, time.Now(), time.Second, false)
 				_, _ = p.Exec(ctx)
 				return RenewResult(cmd)
 			},

@@ -86,15 +86,21 @@ func PermitRenewal(name, id string) Renewal {
 // RenewCmd queues, as EVALSHA on a pipeline, the extension to lease of every hold
 // still in Redis, of any kind (renew.lua): the watchdog sends many batches in
 // one round trip. now is the client's wall clock at the send (a permit's new
-// expiry is now + lease, in epoch ms). All keys of one batch must share one hash
+// expiry is now + lease, in epoch ms). With reread, each key extended is read
+// once more after its extension, so that a connection with client tracking
+// on (NOLOOP) keeps tracking it. All keys of one batch must share one hash
 // slot. Read the reply with RenewResult after Exec; a NOSCRIPT error (see
 // IsNoScript) means the script must be loaded (LoadRenew) and the batch sent
 // again.
-func RenewCmd(ctx context.Context, p redis.Pipeliner, holds []Renewal, now time.Time, lease time.Duration) *redis.Cmd {
+func RenewCmd(ctx context.Context, p redis.Pipeliner, holds []Renewal, now time.Time, lease time.Duration, reread bool) *redis.Cmd {
 	keys := make([]string, len(holds))
 	ms, at := millis(lease), now.UnixMilli()
-	args := make([]any, 0, 3*len(holds)+3)
-	args = append(args, ms, at, at+ms)
+	args := make([]any, 0, 3*len(holds)+4)
+	flag := "0"
+	if reread {
+		flag = "1"
+	}
+	args = append(args, ms, at, at+ms, flag)
 	for i, h := range holds {
 		keys[i] = h.Key
 		args = append(args, h.Kind.kindArg(), h.Member, h.Prefix)

@@ -6,10 +6,14 @@
 -- ARGV[1]      lease in ms
 -- ARGV[2]      now: the client's wall clock in epoch ms
 -- ARGV[3]      the permits' new expiry: now + lease, in epoch ms
--- ARGV[3i+1]   the kind of KEYS[i]'s hold: 'lock', 'read' or 'permit'
--- ARGV[3i+2]   its member: the owner's field in the hash KEYS[i] ('lock',
+-- ARGV[4]      '1': read each key extended once more after its extension (on
+--              a connection with CLIENT TRACKING ON ... NOLOOP, the server
+--              then tracks it again, as its own write stopped that silently);
+--              '0' otherwise
+-- ARGV[3i+2]   the kind of KEYS[i]'s hold: 'lock', 'read' or 'permit'
+-- ARGV[3i+3]   its member: the owner's field in the hash KEYS[i] ('lock',
 --              'read'), or the permit id in the sorted set KEYS[i] ('permit')
--- ARGV[3i+3]   'read': the read timeout prefix P ("{N}"); '' otherwise
+-- ARGV[3i+4]   'read': the read timeout prefix P ("{N}"); '' otherwise
 --
 -- lock    KEYS[i] has the field: PEXPIRE KEYS[i] to the lease.
 -- read    KEYS[i] has the field, count c: PEXPIRE the hold's keys
@@ -25,9 +29,9 @@
 -- another type, or an unknown kind, answers 0 for its own entry instead of
 -- failing the whole batch.
 local out = {}
-local lease, now, expiry = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+local lease, now, expiry, reread = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4] == '1'
 for i = 1, #KEYS do
-  local kind, member, prefix = ARGV[3 * i + 1], ARGV[3 * i + 2], ARGV[3 * i + 3]
+  local kind, member, prefix = ARGV[3 * i + 2], ARGV[3 * i + 3], ARGV[3 * i + 4]
   out[i] = 0
   if kind == 'permit' then
     local score = redis.pcall('zscore', KEYS[i], member)
@@ -48,6 +52,9 @@ for i = 1, #KEYS do
       end
       out[i] = 1
     end
+  end
+  if reread and out[i] == 1 then
+    redis.call('pttl', KEYS[i])
   end
 end
 return out

@@ -31,7 +31,7 @@ func TestRenewalOf(t *testing.T) {
 }
 
 // TestRenewCmdArgs pins renew.lua's arguments: the lease, now and now + lease
-// in ms, then kind, member and prefix per key.
+// in ms, whether to read the keys again, then kind, member and prefix per key.
 func TestRenewCmdArgs(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // nothing is sent
 	defer rdb.Close()
@@ -40,9 +40,9 @@ func TestRenewCmdArgs(t *testing.T) {
 		NewLock("a").Renewal("u:1"),
 		NewLayoutLock("a", LayoutRead).Renewal("u:2"),
 		PermitRenewal("a", "id"),
-	}, now, 30*time.Second)
+	}, now, 30*time.Second, true)
 	want := []any{"evalsha", renewScript.Hash(), 3, "a", "a", "{a}:timeout",
-		int64(30000), int64(1_700_000_000_000), int64(1_700_000_030_000),
+		int64(30000), int64(1_700_000_000_000), int64(1_700_000_030_000), "1",
 		"lock", "u:1", "", "read", "u:2", "{a}", "permit", "id", ""}
 	if got := cmd.Args(); !reflect.DeepEqual(got, want) {
 		t.Errorf("args\n got %#v\nwant %#v", got, want)

@@ -157,7 +157,7 @@ func (n *node) track(ctx context.Context, cn *redis.Conn) error {
 		}
 		return errNotTogether
 	}
-	err = cn.Do(ctx, "CLIENT", "TRACKING", "ON", "REDIRECT", at.id).Err()
+	err = cn.Do(ctx, "CLIENT", "TRACKING", "ON", "REDIRECT", at.id, "NOLOOP").Err()
 	n.setMode(err)
 	return err
 }

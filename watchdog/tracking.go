@@ -24,15 +24,19 @@ var ErrInvalidated = fmt.Errorf("%w (its key changed)", ErrGone)
 const DefaultTrackDelay = 2 * time.Millisecond
 
 // tracker learns at once that a hold's key changed: for every Redis node the
-// holds live on, a connection of its own reads their keys with CLIENT TRACKING
-// on (the server then remembers them for it), and another receives the
-// server's invalidations. A change to a key, a flush, or a broken connection
-// makes it look at the holds concerned in one round trip (check.lua): those
-// gone end at once (ErrInvalidated), those whose lease was shortened get their
-// deadline brought forward. New holds are looked at, which tracks their keys,
-// DefaultTrackDelay after they begin, together. Renewals go on as before: they
-// are the backstop, and each renewal's change of the keys is looked at again
-// (which also tracks them again: the server forgets a key once it told).
+// holds live on, a connection of its own reads their keys with CLIENT
+// TRACKING on (the server then remembers them for it), and another receives
+// the server's invalidations. A change to a key, a flush, or a broken
+// connection makes it look at the holds concerned in one round trip
+// (check.lua): those gone end at once (ErrInvalidated), those whose lease was
+// cut short get their deadline brought forward. New holds are looked at,
+// which tracks their keys, DefaultTrackDelay after they begin, together; a
+// hold whose release is in flight is not looked at (SetReleasing).
+//
+// The renewal rounds, the backstop, go through the same tracked connection
+// (route): with NOLOOP their own change of a key is no news, and renew.lua
+// reads each key again after extending it, so that it stays tracked. Nothing
+// of this is on the caller's path: Watch appends the new hold to a list.
 type tracker struct {
 	w     *Watchdog
 	rdb   redis.UniversalClient
@@ -234,6 +238,34 @@ func (t *tracker) retry(hs []*Hold) {
 	t.fresh = append(t.fresh, hs...)
 	t.mu.Unlock()
 	t.wake()
+}
+
+// route says where the batches of a renewal round go: those of a node that
+// tracks to its reader, which reads their keys again after extending them,
+// so that they stay tracked (NOLOOP: the renewal's own change is no news);
+// the others (a node that refused tracking, one not found) to the client.
+func (t *tracker) route(ctx context.Context, batches [][]*Hold) []route {
+	byNode := make(map[*node]*route)
+	plain := &route{c: t.rdb}
+	var out []route
+	for i, b := range batches {
+		n, err := t.nodeOf(ctx, b[0].Key) // one slot per batch: one node
+		r := plain
+		if err == nil && n.mode.Load() != modeRefused {
+			if r = byNode[n]; r == nil {
+				r = &route{c: n.reader, reread: true}
+				byNode[n] = r
+			}
+		}
+		r.batches = append(r.batches, i)
+	}
+	for _, r := range byNode {
+		out = append(out, *r)
+	}
+	if len(plain.batches) > 0 {
+		out = append(out, *plain)
+	}
+	return out
 }
 
 // renewals returns what the holds of b are.

@@ -69,11 +69,12 @@ type Options struct {
 	Observer observe.RenewObserver
 	// Track watches the holds' keys with client tracking (CLIENT TRACKING,
 	// Redis 6.0 and later, every Valkey), through connections of the
-	// watchdog's own to each node: a hold whose key is deleted, replaced,
-	// shortened or flushed is told at once instead of at its next renewal
-	// (see tracker). It needs rdb to be a *redis.Client (standalone or
-	// Sentinel) or a *redis.ClusterClient; with another client, or a server
-	// that refuses tracking, the renewals alone find lost holds.
+	// watchdog's own to each node, which the renewals use too: a hold whose
+	// key is deleted, replaced, cut short or flushed is told at once instead
+	// of at its next renewal (see tracker). It needs rdb to be a
+	// *redis.Client (standalone or Sentinel) or a *redis.ClusterClient; with
+	// another client, or a server that refuses tracking, the renewals alone
+	// find lost holds, through rdb.
 	Track bool
 	// TrackDelay is how long a new hold waits, at most, before the tracker's
 	// first look at it. Default: DefaultTrackDelay.
@@ -490,42 +491,78 @@ type batchResult struct {
 	err error
 }
 
-// send runs the batches in one pipelined round trip, with sent as the clock of
-// the renewals (a permit's new expiry is sent plus Timeout). When the server
-// lost its script cache (NOSCRIPT), it loads the script and sends the pipeline
-// once more.
+// send runs the batches, with sent as the clock of the renewals (a permit's
+// new expiry is sent plus Timeout): in one pipelined round trip per
+// connection they go on (route: the client's, or with tracking the tracker's
+// reader of each node), in parallel.
 func (w *Watchdog) send(ctx context.Context, batches [][]*Hold, sent time.Time) []batchResult {
-	holds := make([][]lua.Renewal, len(batches))
-	for i, b := range batches {
-		for _, h := range b {
-			holds[i] = append(holds[i], h.Renewal)
-		}
-	}
 	out := make([]batchResult, len(batches))
-	for try := 0; try < 2; try++ {
-		pipe := w.rdb.Pipeline()
-		cmds := make([]*redis.Cmd, len(batches))
-		for i := range batches {
-			cmds[i] = lua.RenewCmd(ctx, pipe, holds[i], sent, w.opts.Timeout)
+	routes := []route{{c: w.rdb, batches: allOf(batches)}}
+	if w.trk != nil {
+		routes = w.trk.route(ctx, batches)
+	}
+	if len(routes) == 1 {
+		w.sendOn(ctx, routes[0], batches, sent, out)
+	} else {
+		var wg sync.WaitGroup
+		for _, r := range routes {
+			wg.Go(func() { w.sendOn(ctx, r, batches, sent, out) })
 		}
-		_, _ = pipe.Exec(ctx)
-		noScript := false
-		for i, cmd := range cmds {
-			ok, err := lua.RenewResult(cmd)
-			out[i] = batchResult{ok: ok, err: err}
-			noScript = noScript || lua.IsNoScript(err)
-		}
-		if !noScript || try > 0 || lua.LoadRenew(ctx, w.rdb) != nil {
-			break
-		}
+		wg.Wait()
 	}
 	for i, r := range out {
 		if r.err != nil && w.opts.Logger != nil && w.ctx.Err() == nil { // a round's own timeout is worth a warning too
 			w.opts.Logger.Warn(observe.EventRenewal, observe.AttrOutcome, observe.RenewFailed.String(),
-				observe.AttrHolds, len(holds[i]), "error", r.err)
+				observe.AttrHolds, len(batches[i]), "error", r.err)
 		}
 	}
 	return out
+}
+
+// route is where some batches of a round go: a connection, and whether the
+// renewals read their keys again (the tracker's reader: they stay tracked).
+type route struct {
+	c       pipeliner
+	reread  bool
+	batches []int // indexes in the round's batches
+}
+
+// pipeliner is what a route sends through: a client, or a tracker's reader.
+type pipeliner interface {
+	Pipeline() redis.Pipeliner
+	redis.Scripter
+}
+
+// allOf returns the indexes of batches.
+func allOf(batches [][]*Hold) []int {
+	idx := make([]int, len(batches))
+	for i := range idx {
+		idx[i] = i
+	}
+	return idx
+}
+
+// sendOn runs the batches of r in one pipelined round trip and puts their
+// results in out. When the server lost its script cache (NOSCRIPT), it loads
+// the script and sends the pipeline once more.
+func (w *Watchdog) sendOn(ctx context.Context, r route, batches [][]*Hold, sent time.Time, out []batchResult) {
+	for try := 0; try < 2; try++ {
+		pipe := r.c.Pipeline()
+		cmds := make([]*redis.Cmd, len(r.batches))
+		for j, i := range r.batches {
+			cmds[j] = lua.RenewCmd(ctx, pipe, renewals(batches[i]), sent, w.opts.Timeout, r.reread)
+		}
+		_, _ = pipe.Exec(ctx)
+		noScript := false
+		for j, cmd := range cmds {
+			ok, err := lua.RenewResult(cmd)
+			out[r.batches[j]] = batchResult{ok: ok, err: err}
+			noScript = noScript || lua.IsNoScript(err)
+		}
+		if !noScript || try > 0 || lua.LoadRenew(ctx, r.c) != nil {
+			return
+		}
+	}
 }
 
 // deadlines is a min-heap of holds by deadline.
