@@ -23,7 +23,7 @@ BENCH_OUT ?= $(CURDIR)/bench/out
 GOFILES = $(shell find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*')
 
 .DEFAULT_GOAL := test
-.PHONY: test lint fmt-check vet vet-containers test-root test-integration test-otel setup servers test-servers release-check bench bench-semaphore bench-docs soak chaos fuzz
+.PHONY: test lint fmt-check vet vet-containers test-root test-integration test-otel setup servers test-servers release-check bench bench-semaphore bench-loss bench-docs soak chaos fuzz
 
 ## test: the CI test command: setup (installs redis-server when missing), lint, then race
 ## tests of both modules. One command on a fresh clone; setup is quick and silent but for
@@ -104,9 +104,17 @@ bench-semaphore:
 	cd bench && $(GO) run ./cmd/semaphore-bench -out $(abspath $(BENCH_OUT)) $(SEMBENCHARGS)
 	cd integration && $(GO) test -run '^$$' -bench 'Semaphore' -benchtime 2000x .
 
+## bench-loss: how soon a holder learns its lock was deleted, holdfast against rueidislock, and what
+## client tracking costs the server (about 1.5 minutes; arguments in LOSSBENCHARGS): writes
+## $(BENCH_OUT)/loss.md.
+LOSSBENCHARGS ?=
+bench-loss:
+	cd bench && $(GO) run ./cmd/loss-bench -out $(abspath $(BENCH_OUT)) $(LOSSBENCHARGS)
+
 ## bench-docs: the same run, rewriting docs/performance.md and docs/img/ (commit them).
 bench-docs:
 	$(MAKE) bench BENCH_OUT=$(CURDIR)/docs
+	$(MAKE) bench-loss BENCH_OUT=$(CURDIR)/docs
 
 ## soak: the long fault-injection run (build tag soak); length: SOAK_DURATION (default 2m).
 SOAK_DURATION ?= 2m

@@ -262,7 +262,7 @@ func renewBatch(t testing.TB, rdb *redis.Client, holds []lua.Renewal, now time.T
 	ctx := context.Background()
 	for try := 0; try < 2; try++ {
 		pipe := rdb.Pipeline()
-		cmd := lua.RenewCmd(ctx, pipe, holds, now, lease)
+		cmd := lua.RenewCmd(ctx, pipe, holds, now, lease, false)
 		_, _ = pipe.Exec(ctx)
 		ok, err := lua.RenewResult(cmd)
 		if lua.IsNoScript(err) && try == 0 {

@@ -708,3 +708,51 @@ func TestTrackingCloseLeavesNothing(t *testing.T) {
 	}
 	goleak.VerifyNone(t, ignore)
 }
+
+// TestTrackingRenewalCosts: with tracking, the renewal rounds go through the
+// tracker's connection (NOLOOP, each key read again after its extension):
+// they cost the server the same script calls as without, one more command per
+// hold (the read), and no look after them; the holds stay tracked, so a
+// deletion after some rounds is still told at once.
+func TestTrackingRenewalCosts(t *testing.T) {
+	const holds, rounds = 500, 3
+	per := map[bool][2]float64{} // tracking: script calls, commands per round
+	for _, track := range []bool{false, true} {
+		srv := redistest.Start(t)
+		admin := srv.Client(t)
+		renewals := &renewCount{}
+		c := newClient(t, srv.Client(t), rlock.WithTracking(track), rlock.WithWatchdogTimeout(600*time.Millisecond),
+			rlock.WithObserver(struct {
+				*lossLog
+				*renewCount
+			}{newLossLog(), renewals}))
+		ctx := testCtx(t, time.Minute)
+		var last held
+		for i := range holds {
+			last = mutexKind.take(t, c, admin, fmt.Sprintf("%s:%d", redistest.Name(t), i))
+		}
+		settle(t, c, admin)
+		require.Eventually(t, func() bool { return renewals.ok() >= holds }, 10*time.Second, time.Millisecond, "a first round")
+		base := renewals.ok()
+		before := wdCommandStats(t, admin)
+		require.Eventually(t, func() bool { return renewals.ok() >= base+rounds*holds }, 10*time.Second, time.Millisecond)
+		after := wdCommandStats(t, admin)
+		n := float64(renewals.ok()-base) / holds
+		var cmds int64
+		for k, v := range after {
+			if k != "info" && k != "client|list" {
+				cmds += v - before[k]
+			}
+		}
+		per[track] = [2]float64{float64(after["evalsha"]-before["evalsha"]) / n, float64(cmds) / n}
+		t.Logf("tracking %v: %.1f rounds of %d holds: %.1f script calls, %.0f commands per round", track, n, holds, per[track][0], per[track][1])
+		if track {
+			since := time.Now()
+			require.NoError(t, admin.Del(ctx, last.key).Err())
+			took := awaitLost(t, last, since)
+			t.Logf("a hold renewed %.0f times, then deleted: lost after %v", n, took.Round(time.Microsecond))
+		}
+	}
+	require.InDelta(t, per[false][0], per[true][0], 1.5, "script calls per round: the renewals alone")
+	require.InDelta(t, per[false][1]+holds, per[true][1], 0.2*holds, "commands per round: one more read per hold")
+}

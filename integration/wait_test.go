@@ -601,10 +601,13 @@ func waitLeftNothing(t *testing.T, admin *redis.Client, c *rlock.Client, counter
 	t.Logf("no channel subscribed %v after the last waiter returned", time.Since(begin).Round(time.Millisecond))
 	require.Zero(t, admin.Exists(ctx, name).Val(), "a hold appeared: %v", holders(t, admin, name))
 
-	// No renewal: over three renewal intervals the client sends nothing.
-	before := counter.calls.Load()
+	// No renewal: over three renewal intervals the client sends nothing, and
+	// the server runs no script (the renewals of a client with tracking go
+	// through its tracker's connections, which the hook does not see).
+	before, scripts := counter.calls.Load(), wdCommandStats(t, admin)["evalsha"]
 	<-time.After(3 * renew)
 	require.Equal(t, before, counter.calls.Load(), "the client still sends commands (a renewal of a forgotten hold?)")
+	require.Equal(t, scripts, wdCommandStats(t, admin)["evalsha"], "the server still runs scripts (a renewal of a forgotten hold?)")
 
 	start := time.Now()
 	l, err := c.NewMutex(name).TryLock(ctx)

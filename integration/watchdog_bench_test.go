@@ -123,6 +123,8 @@ type wdScale struct {
 
 // wdStartScale takes n locks with watchdog leases of timeout on one client and
 // measures the heap they cost.
+// With track, the rounds go through the tracker's connections, which the
+// hook does not see: only the server's figures are then meaningful.
 func wdStartScale(tb testing.TB, n int, timeout time.Duration, track bool) *wdScale {
 	tb.Helper()
 	srv := redistest.Start(tb)
@@ -296,7 +298,7 @@ func wdCPUTime(tb testing.TB) time.Duration {
 // a round every second). One op is one renewal round.
 func BenchmarkWatchdogScale(b *testing.B) {
 	const locks = 10_000
-	s := wdStartScale(b, locks, 3*time.Second, true)
+	s := wdStartScale(b, locks, 3*time.Second, false) // the hook sees the client's connections only
 	s.begin()
 	for b.Loop() {
 		s.awaitRound()
@@ -312,32 +314,21 @@ func BenchmarkWatchdogScale(b *testing.B) {
 }
 
 // TestWatchdogScaleSmoke: 1,000 watchdog holds on one client are renewed with at
-// most one round trip per 100 locks per round, and all stay held. With
-// tracking on, each renewal's change of a key is news that the tracker looks
-// at again (which tracks the key again): about one more script call per
-// batch, on the tracker's own connection.
+// most one round trip per 100 locks per round, and all stay held. Tracking is
+// off: the go-redis hook that counts the round trips sees the client's own
+// connections, and with tracking the rounds go through the tracker's
+// (TestTrackingRenewalCosts counts those on the server).
 func TestWatchdogScaleSmoke(t *testing.T) {
-	for _, track := range []bool{false, true} {
-		t.Run(fmt.Sprintf("tracking=%v", track), func(t *testing.T) {
-			const locks, rounds = 1000, 3
-			s := wdStartScale(t, locks, wdTimeout, track)
-			s.begin()
-			for range rounds {
-				s.awaitRound()
-			}
-			r := s.end()
-			t.Logf("%d locks: %v", locks, r)
-			s.checkHeld()
-			require.LessOrEqual(t, r.RoundTripsPer100, 1.0, "round trips per round per 100 locks")
-			require.InDelta(t, float64(locks)/100, r.Evals, 0.5, "renewal calls per round: batches of 100")
-			if !track {
-				require.InDelta(t, r.Evals, r.ServerEvals, 0.5, "the server ran every renewal call once")
-				return
-			}
-			require.GreaterOrEqual(t, r.ServerEvals, r.Evals-0.5, "the server ran every renewal call")
-			// The first news of a round is looked at alone, at once; the
-			// rest pile up meanwhile and go in batches.
-			require.LessOrEqual(t, r.ServerEvals, 2*r.Evals+3, "and about one look per renewed batch")
-		})
+	const locks, rounds = 1000, 3
+	s := wdStartScale(t, locks, wdTimeout, false)
+	s.begin()
+	for range rounds {
+		s.awaitRound()
 	}
+	r := s.end()
+	t.Logf("%d locks: %v", locks, r)
+	s.checkHeld()
+	require.LessOrEqual(t, r.RoundTripsPer100, 1.0, "round trips per round per 100 locks")
+	require.InDelta(t, float64(locks)/100, r.Evals, 0.5, "renewal calls per round: batches of 100")
+	require.InDelta(t, r.Evals, r.ServerEvals, 0.5, "the server ran every renewal call once")
 }
