@@ -23,7 +23,14 @@
 //     last confirmed acquire or renewal plus the lease, on the local monotonic
 //     clock: like etcd's lessor, the watchdog assumes the lock is gone without
 //     waiting to hear it, so a process that was frozen past its lease learns the
-//     loss before it sends another renewal.
+//     loss before it sends another renewal; or
+//   - with Options.Track, the server says the hold's key changed (client
+//     tracking) or a connection that carried such news broke, and a look finds
+//     the hold gone: ErrInvalidated, within a round trip of the change; or
+//     finds its lease cut short, which then runs out: ErrShortened. Renewals
+//     then go through the tracked connections; they stay the backstop.
+//
+// Cause says which of these a loss was, as observe.LossCause.
 //
 // Transient errors (timeouts, a lost connection, a restarting server) are logged
 // and do not stop renewal: the next round tries again while the deadline allows.
