@@ -23,7 +23,7 @@ BENCH_OUT ?= $(CURDIR)/bench/out
 GOFILES = $(shell find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*')
 
 .DEFAULT_GOAL := test
-.PHONY: test lint fmt-check vet vet-containers test-root test-integration test-otel setup servers test-servers release-check bench bench-semaphore bench-loss bench-docs soak chaos fuzz
+.PHONY: test lint fmt-check vet vet-containers test-root test-integration test-otel setup servers test-servers release-check bench bench-semaphore bench-loss cycle-compare bench-docs soak chaos fuzz
 
 ## test: the CI test command: setup (installs redis-server when missing), lint, then race
 ## tests of both modules. One command on a fresh clone; setup is quick and silent but for
@@ -110,6 +110,12 @@ bench-semaphore:
 LOSSBENCHARGS ?=
 bench-loss:
 	cd bench && $(GO) run ./cmd/loss-bench -out $(abspath $(BENCH_OUT)) $(LOSSBENCHARGS)
+
+## cycle-compare: the uncontended Lock+Unlock cycle of the working tree against git revision REF
+## (default HEAD~1), in one process, interleaved op by op (about 30 s): before and after in one run.
+REF ?= HEAD~1
+cycle-compare:
+	@GO='$(GO)' bash scripts/cycle-compare.sh $(REF)
 
 ## bench-docs: the same run, rewriting docs/performance.md and docs/img/ (commit them).
 bench-docs:
