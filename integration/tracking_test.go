@@ -368,6 +368,31 @@ func TestTrackingReleaseRacesItsOwnInvalidation(t *testing.T) {
 	require.Len(t, obs.lost(), 1, "holds lost: %v", obs.lost())
 }
 
+// holdEveryKind takes a hold of every kind on a client of its own, observed,
+// and returns once the client tracks them all.
+func holdEveryKind(t *testing.T, rdb *redis.Client) (*lossLog, []held) {
+	t.Helper()
+	obs := newLossLog()
+	c := newClient(t, rdb, rlock.WithObserver(obs))
+	var hs []held
+	for _, k := range trackKinds {
+		hs = append(hs, k.take(t, c, rdb, redistest.Name(t)+":"+k.kind))
+	}
+	settle(t, c, rdb)
+	return obs, hs
+}
+
+// awaitEveryLoss waits until every hold of hs ended lost, told by tracking,
+// after what happened at since.
+func awaitEveryLoss(t *testing.T, obs *lossLog, hs []held, since time.Time, what string) {
+	t.Helper()
+	for _, h := range hs {
+		took := awaitLost(t, h, since)
+		t.Logf("%s lost %v after %s", h.name, took.Round(time.Microsecond), what)
+		require.Equal(t, observe.LossInvalidated, obs.causeOf(h.name))
+	}
+}
+
 // TestTrackingFlush: FLUSHALL and FLUSHDB (sync and async) end every hold of
 // every kind at once: the server's null invalidation makes the client look at
 // all of them.
@@ -376,24 +401,14 @@ func TestTrackingFlush(t *testing.T) {
 	for _, flush := range []string{"FLUSHALL", "FLUSHDB", "FLUSHALL ASYNC"} {
 		t.Run(flush, func(t *testing.T) {
 			rdb := srv.Client(t)
-			obs := newLossLog()
-			c := newClient(t, rdb, rlock.WithObserver(obs))
-			var hs []held
-			for _, k := range trackKinds {
-				hs = append(hs, k.take(t, c, rdb, redistest.Name(t)+":"+k.kind))
-			}
-			settle(t, c, rdb)
+			obs, hs := holdEveryKind(t, rdb)
 			since := time.Now()
 			args := make([]any, 0, 2)
 			for _, a := range strings.Fields(flush) {
 				args = append(args, a)
 			}
 			require.NoError(t, rdb.Do(context.Background(), args...).Err())
-			for _, h := range hs {
-				took := awaitLost(t, h, since)
-				t.Logf("%s lost after %v", h.name, took.Round(time.Microsecond))
-				require.Equal(t, observe.LossInvalidated, obs.causeOf(h.name))
-			}
+			awaitEveryLoss(t, obs, hs, since, flush)
 		})
 	}
 }
@@ -403,21 +418,9 @@ func TestTrackingFlush(t *testing.T) {
 // the first renewal.
 func TestTrackingRestartWithoutPersistence(t *testing.T) {
 	srv := redistest.StartControllable(t, "--save", "", "--appendonly", "no")
-	rdb := srv.Client(t)
-	obs := newLossLog()
-	c := newClient(t, rdb, rlock.WithObserver(obs))
-	var hs []held
-	for _, k := range trackKinds {
-		hs = append(hs, k.take(t, c, rdb, redistest.Name(t)+":"+k.kind))
-	}
-	settle(t, c, rdb)
+	obs, hs := holdEveryKind(t, srv.Client(t))
 	srv.Restart(t)
-	since := time.Now()
-	for _, h := range hs {
-		took := awaitLost(t, h, since)
-		t.Logf("%s lost %v after the restart", h.name, took.Round(time.Microsecond))
-		require.Equal(t, observe.LossInvalidated, obs.causeOf(h.name))
-	}
+	awaitEveryLoss(t, obs, hs, time.Now(), "the restart")
 }
 
 // TestTrackingNewsLostWithTheConnection: the invalidation of a deletion is
@@ -596,14 +599,8 @@ func TestTrackingCluster(t *testing.T) {
 	c := newClient(t, rdb, rlock.WithObserver(obs))
 	ctx := testCtx(t, time.Minute)
 	masters := map[string]bool{}
-	for i := 0; len(masters) < 3; i++ {
-		name := fmt.Sprintf("%s:%d", redistest.Name(t), i)
-		node, err := rdb.MasterForKey(ctx, name)
-		require.NoError(t, err)
-		if masters[node.Options().Addr] {
-			continue
-		}
-		masters[node.Options().Addr] = true
+	for addr, name := range onEachPrimary(t, rdb, 3) {
+		masters[addr] = true
 		l, err := c.NewMutex(name).Lock(rlock.WithOwner(ctx))
 		require.NoError(t, err)
 		settleOn(t, c, rdb, name)
@@ -612,10 +609,10 @@ func TestTrackingCluster(t *testing.T) {
 		select {
 		case <-l.Done():
 		case <-time.After(trackBound):
-			t.Fatalf("%s on %s: still held after its deletion", name, node.Options().Addr)
+			t.Fatalf("%s on %s: still held after its deletion", name, addr)
 		}
 		require.ErrorIs(t, l.Err(), rlock.ErrLockLost)
-		t.Logf("%s on %s lost after %v", name, node.Options().Addr, time.Since(since).Round(time.Microsecond))
+		t.Logf("%s on %s lost after %v", name, addr, time.Since(since).Round(time.Microsecond))
 		require.Equal(t, observe.LossInvalidated, obs.causeOf(name))
 	}
 	for addr := range masters {
@@ -625,6 +622,22 @@ func TestTrackingCluster(t *testing.T) {
 			return slices.Equal([]observe.TrackingMode{observe.TrackingOn}, obs.modes[addr])
 		}, trackBound, time.Millisecond, "node %s", addr)
 	}
+}
+
+// onEachPrimary returns a name on each of the cluster's n primaries, by the
+// primary's address.
+func onEachPrimary(t *testing.T, rdb *redis.ClusterClient, n int) map[string]string {
+	t.Helper()
+	names := map[string]string{}
+	for i := 0; len(names) < n; i++ {
+		name := fmt.Sprintf("%s:%d", redistest.Name(t), i)
+		node, err := rdb.MasterForKey(context.Background(), name)
+		require.NoError(t, err)
+		if _, ok := names[node.Options().Addr]; !ok {
+			names[node.Options().Addr] = name
+		}
+	}
+	return names
 }
 
 // settleOn is settle on a cluster, with a barrier in the hash slot of name.
@@ -684,15 +697,7 @@ func TestTrackingCloseLeavesNothing(t *testing.T) {
 	c, err := rlock.New(rdb)
 	require.NoError(t, err)
 	ctx := testCtx(t, time.Minute)
-	masters := map[string]bool{}
-	for i := 0; len(masters) < 3; i++ {
-		name := fmt.Sprintf("%s:%d", redistest.Name(t), i)
-		node, err := rdb.MasterForKey(ctx, name)
-		require.NoError(t, err)
-		if masters[node.Options().Addr] {
-			continue
-		}
-		masters[node.Options().Addr] = true
+	for _, name := range onEachPrimary(t, rdb, 3) {
 		_, err = c.NewMutex(name).Lock(rlock.WithOwner(ctx))
 		require.NoError(t, err)
 		settleOn(t, c, rdb, name)

@@ -70,9 +70,9 @@ func newNode(t *tracker, addr string, opts *redis.Options) *node {
 	ro.PoolSize, ro.MinIdleConns, ro.MaxIdleConns, ro.MaxActiveConns = 1, 0, 1, 1
 	ro.PipelinePoolSize = -1 // the checks' pipelines on that one tracked connection
 	ro.ConnMaxIdleTime = -1
-	ro.OnConnect = n.readerConnected(opts.OnConnect)
+	ro.OnConnect = connected(opts.OnConnect, ReaderName, n.readerConnected)
 	no.PoolSize, no.MinIdleConns, no.MaxIdleConns, no.Protocol = 1, 0, 1, 2
-	no.OnConnect = n.newsConnected(opts.OnConnect)
+	no.OnConnect = connected(opts.OnConnect, NewsName, n.newsConnected)
 	n.reader, n.news = redis.NewClient(&ro), redis.NewClient(&no)
 	t.listeners.Go(n.listen)
 	return n
@@ -92,51 +92,49 @@ func runID(ctx context.Context, cn *redis.Conn) (string, error) {
 	return "", nil
 }
 
-// newsConnected records news' connection when it connects (after the user's
-// own OnConnect). A server without CLIENT ID cannot redirect: the node stays
-// with the renewals.
-func (n *node) newsConnected(user func(context.Context, *redis.Conn) error) func(context.Context, *redis.Conn) error {
+// connected returns the OnConnect of one of the node's clients: the user's
+// own OnConnect, then the client name (for CLIENT LIST's readers; an ACL may
+// refuse it), then f.
+func connected(user func(context.Context, *redis.Conn) error, name string, f func(context.Context, *redis.Conn) error) func(context.Context, *redis.Conn) error {
 	return func(ctx context.Context, cn *redis.Conn) error {
 		if user != nil {
 			if err := user(ctx, cn); err != nil {
 				return err
 			}
 		}
-		_ = cn.ClientSetName(ctx, NewsName).Err() // for CLIENT LIST's readers; an ACL may refuse it
-		id, err := cn.ClientID(ctx).Result()
-		if refused(err) {
-			n.setMode(err)
-			return nil
-		} else if err != nil {
-			return err
-		}
-		run, err := runID(ctx, cn)
-		if err != nil && !refused(err) {
-			return err
-		}
-		n.at.Store(&newsConn{id: id, run: run})
-		return nil
+		_ = cn.ClientSetName(ctx, name).Err()
+		return f(ctx, cn)
 	}
 }
 
-// readerConnected turns tracking on for a new connection of reader (after the
-// user's own OnConnect) and makes the tracker look at every hold: the server
-// tracks nothing for the new connection yet.
-func (n *node) readerConnected(user func(context.Context, *redis.Conn) error) func(context.Context, *redis.Conn) error {
-	return func(ctx context.Context, cn *redis.Conn) error {
-		if user != nil {
-			if err := user(ctx, cn); err != nil {
-				return err
-			}
-		}
-		_ = cn.ClientSetName(ctx, ReaderName).Err() // for CLIENT LIST's readers; an ACL may refuse it
-		err := n.track(ctx, cn)
-		n.t.changed(nil)
-		if refused(err) {
-			return nil
-		}
+// newsConnected records news' connection when it connects. A server without
+// CLIENT ID cannot redirect: the node stays with the renewals.
+func (n *node) newsConnected(ctx context.Context, cn *redis.Conn) error {
+	id, err := cn.ClientID(ctx).Result()
+	if refused(err) {
+		n.setMode(err)
+		return nil
+	} else if err != nil {
 		return err
 	}
+	run, err := runID(ctx, cn)
+	if err != nil && !refused(err) {
+		return err
+	}
+	n.at.Store(&newsConn{id: id, run: run})
+	return nil
+}
+
+// readerConnected turns tracking on for a new connection of reader and makes
+// the tracker look at every hold: the server tracks nothing for the new
+// connection yet.
+func (n *node) readerConnected(ctx context.Context, cn *redis.Conn) error {
+	err := n.track(ctx, cn)
+	n.t.changed(nil)
+	if refused(err) {
+		return nil
+	}
+	return err
 }
 
 // track turns tracking on for reader's connection cn, redirected to news'
