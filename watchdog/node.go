@@ -12,6 +12,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/observe"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // invalidateChannel is where the server sends the invalidations of a client
@@ -67,6 +68,11 @@ type newsConn struct {
 func newNode(t *tracker, addr string, opts *redis.Options) *node {
 	n := &node{t: t, addr: addr}
 	ro, no := *opts, *opts
+	// The user's client changes its maintenance-notification config as it
+	// connects (under its own lock); each of these clients gets its own, off:
+	// copying the shared one would race with that change.
+	ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	no.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	ro.PoolSize, ro.MinIdleConns, ro.MaxIdleConns, ro.MaxActiveConns = 1, 0, 1, 1
 	ro.PipelinePoolSize = -1 // the checks' pipelines on that one tracked connection
 	ro.ConnMaxIdleTime = -1
