@@ -141,8 +141,8 @@ var (
 // (IsWrongType, redis.HasErrorPrefix), the same on every server; any other
 // error as it is.
 func ScriptError(err error) error {
-	var re redis.Error
-	if err == nil || !errors.As(err, &re) {
+	re, ok := errors.AsType[redis.Error](err) // errors.As(err, &re) would allocate re, nil err or not
+	if !ok {
 		return err
 	}
 	msg := re.Error()
