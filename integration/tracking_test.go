@@ -137,6 +137,21 @@ var trackKinds = []holdKind{
 		require.Len(t, ids, 1)
 		return held{name: name, key: key, member: ids[0], done: p.Done(), err: p.Err, lost: rlock.ErrPermitLost}
 	}},
+	{"NonReentrantMutex", func(t *testing.T, c *rlock.Client, rdb *redis.Client, name string) held {
+		l, err := c.NewNonReentrantMutex(name).Lock(rlock.WithOwner(context.Background()))
+		require.NoError(t, err)
+		return lockHeld(t, rdb, c, name, l)
+	}},
+	{"NonReentrantFairMutex", func(t *testing.T, c *rlock.Client, rdb *redis.Client, name string) held {
+		l, err := c.NewNonReentrantFairMutex(name).Lock(rlock.WithOwner(context.Background()))
+		require.NoError(t, err)
+		return lockHeld(t, rdb, c, name, l)
+	}},
+	{"SpinMutex", func(t *testing.T, c *rlock.Client, rdb *redis.Client, name string) held {
+		l, err := c.NewSpinMutex(name).Lock(rlock.WithOwner(context.Background()))
+		require.NoError(t, err)
+		return lockHeld(t, rdb, c, name, l)
+	}},
 }
 
 // The kinds most tests take.
@@ -235,6 +250,49 @@ func TestTrackingEndsHoldsAtOnce(t *testing.T) {
 				require.Equal(t, observe.LossInvalidated, obs.causeOf(name))
 			})
 		}
+	}
+}
+
+// TestTrackingEndsMultiLeasesAtOnce: a MultiLock's and a RedLock's lease end
+// at once when one of their parts' keys is deleted (a MultiLease ends when any
+// part's lease does), the RedLock's parts each on a server of its own.
+func TestTrackingEndsMultiLeasesAtOnce(t *testing.T) {
+	servers := []*redistest.Server{redistest.Start(t), redistest.Start(t), redistest.Start(t)}
+	for _, multi := range []string{"MultiLock", "RedLock"} {
+		t.Run(multi, func(t *testing.T) {
+			name := redistest.Name(t)
+			var parts []*rlock.Mutex
+			var clients []*redis.Client
+			var cs []*rlock.Client
+			for i, srv := range servers {
+				rdb := srv.Client(t)
+				part := name
+				if multi == "MultiLock" {
+					rdb, part = servers[0].Client(t), fmt.Sprintf("%s:%d", name, i)
+				}
+				c := newClient(t, rdb)
+				parts, clients, cs = append(parts, c.NewMutex(part)), append(clients, rdb), append(cs, c)
+			}
+			var l *rlock.MultiLease
+			var err error
+			if multi == "MultiLock" {
+				l, err = rlock.NewMultiLock(parts...).Lock(context.Background())
+			} else {
+				l, err = rlock.NewRedLock(parts...).Lock(context.Background())
+			}
+			require.NoError(t, err)
+			h := held{name: parts[1].Name(), done: l.Done(), err: l.Err, lost: rlock.ErrLockLost}
+			requireHeld(t, h)
+			settle(t, cs[1], clients[1])
+			since := time.Now()
+			require.NoError(t, clients[1].Del(context.Background(), parts[1].Name()).Err())
+			took := awaitLost(t, h, since)
+			t.Logf("%s lost %v after one part's DEL: %v", multi, took.Round(time.Microsecond), l.Err())
+			require.ErrorIs(t, l.Unlock(context.Background()), rlock.ErrLockLost, "Unlock names the lost part")
+			for i, p := range parts {
+				require.Zero(t, clients[i].Exists(context.Background(), p.Name()).Val(), "the parts still held were given back")
+			}
+		})
 	}
 }
 
