@@ -229,6 +229,9 @@ func TestTrackingEndsHoldsAtOnce(t *testing.T) {
 			return rdb.PExpire(ctx, h.key, time.Millisecond).Err()
 		}},
 		{"replaced", replace},
+		{"SET over it", func(ctx context.Context, rdb *redis.Client, h held) error {
+			return rdb.Set(ctx, h.key, "not a lock", time.Minute).Err()
+		}},
 		{"own entry removed", func(ctx context.Context, rdb *redis.Client, h held) error {
 			if strings.HasSuffix(h.key, ":timeout") {
 				return rdb.ZRem(ctx, h.key, h.member).Err()
