@@ -66,6 +66,16 @@ func (l *lossLog) lost() []holdEvent {
 	return out
 }
 
+// requireCause waits, at most 2 s, for the observer to hear of the loss of
+// the hold of name (a hold's Done closes before its end is reported), and
+// requires that its cause be want.
+func (l *lossLog) requireCause(t *testing.T, name string, want observe.LossCause) {
+	t.Helper()
+	require.Eventually(t, func() bool { return l.causeOf(name) != 0 }, 2*time.Second, time.Millisecond,
+		"the observer heard of no loss of %s", name)
+	require.Equal(t, want, l.causeOf(name))
+}
+
 // causeOf returns the loss cause the observer heard for the hold of name.
 func (l *lossLog) causeOf(name string) observe.LossCause {
 	for _, e := range l.lost() {
@@ -100,62 +110,38 @@ func lockHeld(t *testing.T, rdb *redis.Client, c *rlock.Client, name string, l *
 
 // trackKinds are the kinds whose holds tracking watches: every key a hold
 // lives in (a lock's hash, a read hold's, a fair lock's, a permit's sorted set).
-var trackKinds = []holdKind{
-	{"Mutex", func(t *testing.T, c *rlock.Client, rdb *redis.Client, name string) held {
-		l, err := c.NewMutex(name).Lock(rlock.WithOwner(context.Background()))
-		require.NoError(t, err)
-		return lockHeld(t, rdb, c, name, l)
-	}},
-	{"FencedMutex", func(t *testing.T, c *rlock.Client, rdb *redis.Client, name string) held {
-		l, err := c.NewFencedMutex(name).Lock(rlock.WithOwner(context.Background()))
-		require.NoError(t, err)
-		return lockHeld(t, rdb, c, name, l)
-	}},
-	{"FairMutex", func(t *testing.T, c *rlock.Client, rdb *redis.Client, name string) held {
-		l, err := c.NewFairMutex(name).Lock(rlock.WithOwner(context.Background()))
-		require.NoError(t, err)
-		return lockHeld(t, rdb, c, name, l)
-	}},
-	{"RWMutex read", func(t *testing.T, c *rlock.Client, rdb *redis.Client, name string) held {
-		l, err := c.NewRWMutex(name).ReadLock().Lock(rlock.WithOwner(context.Background()))
-		require.NoError(t, err)
-		return lockHeld(t, rdb, c, name, l)
-	}},
-	{"RWMutex write", func(t *testing.T, c *rlock.Client, rdb *redis.Client, name string) held {
-		l, err := c.NewRWMutex(name).WriteLock().Lock(rlock.WithOwner(context.Background()))
-		require.NoError(t, err)
-		return lockHeld(t, rdb, c, name, l)
-	}},
-	{"ExpirableSemaphore", func(t *testing.T, c *rlock.Client, rdb *redis.Client, name string) held {
-		s := c.NewExpirableSemaphore(name)
-		require.NoError(t, s.SetPermits(context.Background(), 3))
-		p, err := s.Acquire(context.Background(), 1)
-		require.NoError(t, err)
-		key := lua.PermitTimeoutsName(name)
-		ids, err := rdb.ZRange(context.Background(), key, 0, -1).Result()
-		require.NoError(t, err)
-		require.Len(t, ids, 1)
-		return held{name: name, key: key, member: ids[0], done: p.Done(), err: p.Err, lost: rlock.ErrPermitLost}
-	}},
-	{"NonReentrantMutex", func(t *testing.T, c *rlock.Client, rdb *redis.Client, name string) held {
-		l, err := c.NewNonReentrantMutex(name).Lock(rlock.WithOwner(context.Background()))
-		require.NoError(t, err)
-		return lockHeld(t, rdb, c, name, l)
-	}},
-	{"NonReentrantFairMutex", func(t *testing.T, c *rlock.Client, rdb *redis.Client, name string) held {
-		l, err := c.NewNonReentrantFairMutex(name).Lock(rlock.WithOwner(context.Background()))
-		require.NoError(t, err)
-		return lockHeld(t, rdb, c, name, l)
-	}},
-	{"SpinMutex", func(t *testing.T, c *rlock.Client, rdb *redis.Client, name string) held {
-		l, err := c.NewSpinMutex(name).Lock(rlock.WithOwner(context.Background()))
-		require.NoError(t, err)
-		return lockHeld(t, rdb, c, name, l)
-	}},
+var trackKinds = append(lockHoldKinds(), permitHold)
+
+// lockHoldKinds are allKinds as holdKinds: a hold taken with Lock by a fresh
+// owner.
+func lockHoldKinds() []holdKind {
+	var out []holdKind
+	for _, k := range allKinds {
+		out = append(out, holdKind{k.name, func(t *testing.T, c *rlock.Client, rdb *redis.Client, name string) held {
+			l, err := k.of(c, name).Lock(rlock.WithOwner(context.Background()))
+			require.NoError(t, err)
+			return lockHeld(t, rdb, c, name, l)
+		}})
+	}
+	return out
 }
 
+// permitHold is an ExpirableSemaphore's permit, in the sorted set of its
+// permits' expiries.
+var permitHold = holdKind{"ExpirableSemaphore", func(t *testing.T, c *rlock.Client, rdb *redis.Client, name string) held {
+	s := c.NewExpirableSemaphore(name)
+	require.NoError(t, s.SetPermits(context.Background(), 3))
+	p, err := s.Acquire(context.Background(), 1)
+	require.NoError(t, err)
+	key := lua.PermitTimeoutsName(name)
+	ids, err := rdb.ZRange(context.Background(), key, 0, -1).Result()
+	require.NoError(t, err)
+	require.Len(t, ids, 1)
+	return held{name: name, key: key, member: ids[0], done: p.Done(), err: p.Err, lost: rlock.ErrPermitLost}
+}}
+
 // The kinds most tests take.
-var mutexKind, permitKind = trackKinds[0], trackKinds[5]
+var mutexKind, permitKind = trackKinds[0], permitHold
 
 // awaitLost waits, at most trackBound, for h to end lost, and returns how long
 // it took from since.
@@ -250,7 +236,7 @@ func TestTrackingEndsHoldsAtOnce(t *testing.T) {
 				require.NoError(t, ch.do(context.Background(), rdb, h))
 				took := awaitLost(t, h, since)
 				t.Logf("%s after %s: lost after %v: %v", k.kind, ch.what, took.Round(time.Microsecond), h.err())
-				require.Equal(t, observe.LossInvalidated, obs.causeOf(name))
+				obs.requireCause(t, name, observe.LossInvalidated)
 			})
 		}
 	}
@@ -450,7 +436,7 @@ func awaitEveryLoss(t *testing.T, obs *lossLog, hs []held, since time.Time, what
 	for _, h := range hs {
 		took := awaitLost(t, h, since)
 		t.Logf("%s lost %v after %s", h.name, took.Round(time.Microsecond), what)
-		require.Equal(t, observe.LossInvalidated, obs.causeOf(h.name))
+		obs.requireCause(t, h.name, observe.LossInvalidated)
 	}
 }
 
@@ -603,7 +589,7 @@ func TestTrackingRefused(t *testing.T) {
 	since := time.Now()
 	require.NoError(t, admin.Del(ctx, h.key).Err())
 	awaitLost(t, h, since)
-	require.Equal(t, observe.LossRenewal, obs.causeOf(name))
+	obs.requireCause(t, name, observe.LossRenewal)
 	h2 := permitKind.take(t, c, rdb, name+":2")
 	require.NoError(t, admin.Do(ctx, "CLIENT", "KILL", "USER", "notrack").Err()) // reconnects: no second log line
 	since = time.Now()
@@ -645,7 +631,7 @@ func TestTrackingOff(t *testing.T) {
 	since := time.Now()
 	require.NoError(t, rdb.Del(context.Background(), h.key).Err())
 	awaitLost(t, h, since)
-	require.Equal(t, observe.LossRenewal, obs.causeOf(name))
+	obs.requireCause(t, name, observe.LossRenewal)
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
 	require.Equal(t, map[string][]observe.TrackingMode{"": {observe.TrackingOff}}, obs.modes)
@@ -674,7 +660,7 @@ func TestTrackingCluster(t *testing.T) {
 		}
 		require.ErrorIs(t, l.Err(), rlock.ErrLockLost)
 		t.Logf("%s on %s lost after %v", name, addr, time.Since(since).Round(time.Microsecond))
-		require.Equal(t, observe.LossInvalidated, obs.causeOf(name))
+		obs.requireCause(t, name, observe.LossInvalidated)
 	}
 	for addr := range masters {
 		require.Eventually(t, func() bool {
@@ -745,7 +731,7 @@ func TestTrackingSentinelFailoverLosesTheKey(t *testing.T) {
 	}
 	t.Logf("lost %v after the promotion of %s: %v", time.Since(since).Round(time.Millisecond), promoted, h.err())
 	require.ErrorIs(t, h.err(), rlock.ErrLockLost)
-	require.Equal(t, observe.LossInvalidated, obs.causeOf(name))
+	obs.requireCause(t, name, observe.LossInvalidated)
 }
 
 // TestTrackingCloseLeavesNothing: Close stops the tracker's goroutines and

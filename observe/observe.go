@@ -44,7 +44,8 @@ type HoldObserver interface {
 	HoldStart(h Hold)
 	// HoldEnd is called once when it ends: h is the value HoldStart got (with
 	// Loss set for a lost hold), and err the reason the hold's leases give
-	// (nil for HoldReleased).
+	// (nil for HoldReleased). It is called right after the hold's leases
+	// have ended: their Done channels are closed already.
 	HoldEnd(h Hold, outcome HoldOutcome, err error)
 }
 
