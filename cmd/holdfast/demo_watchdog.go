@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/rlock"
+	"github.com/holdfast-go/holdfast/watchdog"
 )
 
 // watchdog: a job longer than the watchdog timeout keeps its lock, renewed.
@@ -79,9 +80,10 @@ func (d *demo) watchTTL(ctx context.Context, m *rlock.Mutex, lease *rlock.Lease,
 // it through WithOnLost and Lease.Done.
 func (d *demo) lostLock(ctx context.Context) error {
 	err := d.begin(ctx, "5/5  Lost lock: someone deletes payments:9 while its job runs",
-		"Watch: the key is deleted from outside (DEL). The watchdog's next renewal finds it gone: the",
-		"WithOnLost callback reports it, Lease.Done() closes with Lease.Err() matching ErrLockLost, and",
-		"the job stops instead of carrying on without the lock.")
+		"Watch: the key is deleted from outside (DEL). On a Redis server, client tracking tells the holder",
+		"at once; the embedded server has no client tracking, so the watchdog's next renewal finds it gone.",
+		"Either way the WithOnLost callback reports it, Lease.Done() closes with Lease.Err() matching",
+		"ErrLockLost, and the job stops instead of carrying on without the lock.")
 	if err != nil {
 		return err
 	}
@@ -111,7 +113,12 @@ func (d *demo) lostLock(ctx context.Context) error {
 	if !errors.Is(lease.Err(), rlock.ErrLockLost) {
 		return d.errorf(short, "lease.Err() = %v, want ErrLockLost", lease.Err())
 	}
-	d.tl.say(who, "lease.Done() closed %s after the DEL, lease.Err() matches ErrLockLost: the job stops", ms(at.Sub(deleted)))
+	how := "found by the watchdog's next renewal"
+	if errors.Is(lease.Err(), watchdog.ErrInvalidated) {
+		how = "told by client tracking"
+	}
+	d.tl.say(who, "lease.Done() closed %s after the DEL (%s), lease.Err() matches ErrLockLost: the job stops",
+		ms(at.Sub(deleted)), how)
 	return d.unlockLost(ctx, who, lease)
 }
 
