@@ -173,7 +173,8 @@ func (s *ExpirableSemaphore) attempt(ctx context.Context, ids []string, lease ti
 // gives an error matching ErrNoSuchPermit. The round trip ends with the
 // client's release timeout, not with ctx. A Permits handle of this client whose
 // permit is released here ends at once, with an error matching ErrReleased; one
-// of another client learns it at its next renewal and ends with ErrPermitLost.
+// of another client ends with ErrPermitLost, told at once by client tracking
+// (WithTracking), else at its next renewal.
 func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) (err error) {
 	ctx, ob := s.o.startCall(ctx, observe.OpRelease)
 	defer ob.endCall(&err)

@@ -154,8 +154,9 @@ func (s *ExpirableSemaphore) AddPermits(ctx context.Context, delta int64) (err e
 }
 
 // Delete deletes the semaphore, its count and its acquired permits, and
-// reports whether it existed. Handles of its permits end with ErrPermitLost at
-// their next renewal; waiters keep waiting.
+// reports whether it existed. Handles of its permits end with ErrPermitLost,
+// told at once by client tracking (WithTracking), else at their next renewal;
+// waiters keep waiting.
 func (s *ExpirableSemaphore) Delete(ctx context.Context) (_ bool, err error) {
 	ctx, ob := s.o.startCall(ctx, observe.OpDelete)
 	defer ob.endCall(&err)

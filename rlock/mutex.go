@@ -144,8 +144,9 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 }
 
 // ForceUnlock deletes the lock whoever holds it, and announces the release to
-// waiters (Redisson's forceUnlock). It reports whether the lock existed. Leases of
-// this client on the lock end with ErrLockLost. A key that is not a lock is left
+// waiters (Redisson's forceUnlock). It reports whether the lock existed. Leases
+// on the lock end with ErrLockLost: at once in this client, and in another
+// client at once with client tracking (WithTracking), else at its next renewal. A key that is not a lock is left
 // alone: ErrWrongType. That is a key of another type, or a hash with a field
 // other than owner fields ("<client id>:<owner id>", with a positive integer
 // count) and a read/write lock's "mode" ("read" or "write"); Redisson would
