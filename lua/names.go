@@ -157,7 +157,7 @@ func CheckName(name string) error {
 // names CheckName refuses. Redisson's release script takes the name and the
 // channel as KEYS and fails with CROSSSLOT on Redis Cluster for them.
 func CheckSemaphoreName(name string) error {
-	if tagged(name) && sameSlot(name, SemaphoreChannel(name), requestPrefixOf(name)+"0") {
+	if tagged(name) && sameSlot(name, SemaphoreChannel(name), requestKey(name, []byte("0"))) {
 		return nil
 	}
 	return refuse("its channel", tagRule, tagAdvice, "{"+bare(name, "semaphore")+"}")
@@ -169,7 +169,7 @@ func CheckSemaphoreName(name string) error {
 // the suffix rule) would hash to another cluster slot than the name (protocol
 // §0.2, §1.9, §2.12): the names CheckName refuses.
 func CheckExpirableSemaphoreName(name string) error {
-	if tagged(name) && sameSlot(name, SemaphoreChannel(name), PermitTimeoutsName(name), requestPrefixOf(name)+"0") {
+	if tagged(name) && sameSlot(name, SemaphoreChannel(name), PermitTimeoutsName(name), requestKey(name, []byte("0"))) {
 		return nil
 	}
 	return refuse("its channel and permits' zset", tagRule, tagAdvice, "{"+bare(name, "semaphore")+"}")
@@ -185,7 +185,7 @@ func CheckExpirableSemaphoreName(name string) error {
 // the channel as KEYS and fail with CROSSSLOT on Redis Cluster for the names
 // refused here.
 func CheckLatchName(name string) error {
-	if !strings.Contains(name, "}") && sameSlot(name, LatchChannel(name), requestPrefixOf(name)+"0") {
+	if !strings.Contains(name, "}") && sameSlot(name, LatchChannel(name), requestKey(name, []byte("0"))) {
 		return nil
 	}
 	return refuse("its channel", "the latch channel "+LatchChannel("<name>")+" always adds braces around the name, "+

@@ -38,18 +38,21 @@ type Request struct {
 // NewRequest returns a new request on the object name, recorded for ttl.
 func NewRequest(name string, ttl Millis) Request {
 	id := randomID()
-	return Request{Key: requestPrefixOf(name) + hex.EncodeToString(id[:]), TTL: ttl}
+	var h [2 * len(id)]byte
+	hex.Encode(h[:], id[:])
+	return Request{Key: requestKey(name, h[:]), TTL: ttl}
 }
 
-// requestPrefixOf is what the request keys of the object name begin with:
-// the name itself keeps its slot when it has a hash tag; otherwise braces
-// around the whole name give the key the name's slot, whatever the name holds
-// ("a{b" included, which ChannelName's rule would leave without a tag).
-func requestPrefixOf(name string) string {
+// requestKey returns the request key of the object name ending with id: the
+// name itself keeps its slot when it has a hash tag; otherwise braces around
+// the whole name give the key the name's slot, whatever the name holds ("a{b"
+// included, which ChannelName's rule would leave without a tag). It allocates
+// the key only (string(id) is not copied apart).
+func requestKey(name string, id []byte) string {
 	if s := strings.IndexByte(name, '{'); s >= 0 && strings.IndexByte(name[s+1:], '}') > 0 {
-		return requestPrefix + ":" + name + ":"
+		return requestPrefix + ":" + name + ":" + string(id)
 	}
-	return requestPrefix + ":{" + name + "}:"
+	return requestPrefix + ":{" + name + "}:" + string(id)
 }
 
 // eval runs s with keys and argv (see script.run).
@@ -65,7 +68,11 @@ func eval(ctx context.Context, rdb Processor, s script, keys []string, argv ...a
 
 // evalInt runs s and reads an integer reply.
 func evalInt(ctx context.Context, rdb Processor, s script, keys []string, argv ...any) (int64, error) {
-	v, err := eval(ctx, rdb, s, keys, argv...)
+	return asInt(eval(ctx, rdb, s, keys, argv...))
+}
+
+// asInt reads the integer reply of a script run.
+func asInt(v any, err error) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
