@@ -46,11 +46,28 @@ func NewPermitID() string {
 
 // Permit is a permit-expirable semaphore (RPermitExpirableSemaphore): its
 // available count N, its permits' zset and its channel.
-type Permit struct{ keys []string }
+type Permit struct {
+	keys  []string
+	boxed []any // keys, boxed once for the hot path's calls (see args)
+}
 
 // NewPermit returns the permit-expirable semaphore name.
 func NewPermit(name string) Permit {
-	return Permit{keys: []string{name, PermitTimeoutsName(name), SemaphoreChannel(name)}}
+	keys := []string{name, PermitTimeoutsName(name), SemaphoreChannel(name)}
+	return Permit{keys: keys, boxed: []any{keys[0], keys[1], keys[2]}}
+}
+
+// args returns the head of a script's arguments on p (see script.run): the
+// placeholders, the key count, p's keys and then more keys, with room for n
+// arguments more. It is the only slice of the call's arguments.
+func (p Permit) args(n int, more ...string) []any {
+	args := make([]any, 3, 3+len(p.boxed)+len(more)+n)
+	args[2] = len(p.boxed) + len(more)
+	args = append(args, p.boxed...)
+	for _, k := range more {
+		args = append(args, k)
+	}
+	return args
 }
 
 // PermitTry is what an acquisition attempt read.
@@ -76,12 +93,11 @@ type PermitTry struct {
 // clock; ids of an earlier execution that expired are acquired afresh, never
 // granted as they are.
 func (p Permit) Acquire(ctx context.Context, rdb Processor, ids []string, expiry, now int64, publish string) (PermitTry, error) {
-	argv := make([]any, 0, 4+len(ids))
-	argv = append(argv, len(ids), expiry, now, publish)
+	args := append(p.args(4+len(ids)), len(ids), expiry, now, publish)
 	for _, id := range ids {
-		argv = append(argv, id)
+		args = append(args, id)
 	}
-	v, err := eval(ctx, rdb, permitAcquire, p.keys, argv...)
+	v, err := permitAcquire.run(ctx, rdb, args)
 	if errors.Is(err, redis.Nil) {
 		return PermitTry{}, nil
 	}
@@ -125,23 +141,19 @@ const (
 // publishes the new available count; it returns PermitUnknown, PermitExpired
 // or PermitReleased.
 func (p Permit) Release(ctx context.Context, rdb Processor, id string, now int64, publish string, req Request) (int64, error) {
-	return evalInt(ctx, rdb, permitRelease, p.withRequest(req), id, now, publish, req.TTL.arg())
+	args := append(p.args(4, req.Key), id, now, publish, req.TTL.arg())
+	return asInt(permitRelease.run(ctx, rdb, args))
 }
 
 // ReleaseAll gives back every id or none (Redisson's tryRelease(ids) since
 // 3.41.0): 0 when one is unknown or expired, else how many were removed, after
 // reclaiming every expired permit; it publishes that number.
 func (p Permit) ReleaseAll(ctx context.Context, rdb Processor, ids []string, now int64, publish string, req Request) (int64, error) {
-	argv := make([]any, 0, 3+len(ids))
-	argv = append(argv, now, publish, req.TTL.arg())
+	args := append(p.args(3+len(ids), req.Key), now, publish, req.TTL.arg())
 	for _, id := range ids {
-		argv = append(argv, id)
+		args = append(args, id)
 	}
-	return evalInt(ctx, rdb, permitReleaseAll, p.withRequest(req), argv...)
-}
-
-func (p Permit) withRequest(req Request) []string {
-	return []string{p.keys[0], p.keys[1], p.keys[2], req.Key}
+	return asInt(permitReleaseAll.run(ctx, rdb, args))
 }
 
 // What Permit.Count reads.
