@@ -187,3 +187,12 @@ func TestCheckNameMessage(t *testing.T) {
 		t.Errorf(`CheckLatchName("{t}:done") = %v, want the suggestion "t:done"`, err)
 	}
 }
+
+// TestPermitChannel: a Permit's channel is its semaphore's (SemaphoreChannel).
+func TestPermitChannel(t *testing.T) {
+	for _, name := range []string{"sem", "{t}:sem", "a{b"} {
+		if got, want := NewPermit(name).Channel(), SemaphoreChannel(name); got != want {
+			t.Errorf("NewPermit(%q).Channel() = %q, want %q", name, got, want)
+		}
+	}
+}

@@ -57,6 +57,15 @@ func NewPermit(name string) Permit {
 	return Permit{keys: keys, boxed: []any{keys[0], keys[1], keys[2]}}
 }
 
+// Channel returns the semaphore's channel (SemaphoreChannel).
+func (p Permit) Channel() string { return p.keys[2] }
+
+// Renewal returns what renews the permit id (raw) of the semaphore
+// (PermitRenewal).
+func (p Permit) Renewal(id string) Renewal {
+	return Renewal{Kind: RenewPermit, Key: p.keys[1], Member: id}
+}
+
 // args returns the head of a script's arguments on p (see script.run): the
 // placeholders, the key count, p's keys and then more keys, with room for n
 // arguments more. It is the only slice of the call's arguments.

@@ -23,6 +23,8 @@ func TestRenewalOf(t *testing.T) {
 		{NewLayoutLock("{t}:jobs", LayoutRead).Renewal("u:1"), Renewal{Kind: RenewReadHold, Key: "{t}:jobs", Member: "u:1", Prefix: "{t}:jobs"}},
 		{PermitRenewal("sem", "\x00\xff"), Renewal{Kind: RenewPermit, Key: "{sem}:timeout", Member: "\x00\xff"}},
 		{PermitRenewal("{t}:sem", "id"), Renewal{Kind: RenewPermit, Key: "{t}:sem:timeout", Member: "id"}},
+		{NewPermit("sem").Renewal("\x00\xff"), PermitRenewal("sem", "\x00\xff")},
+		{NewPermit("{t}:sem").Renewal("id"), PermitRenewal("{t}:sem", "id")},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %+v, want %+v", tc.got, tc.want)

@@ -133,7 +133,7 @@ func (s *ExpirableSemaphore) acquire(ctx context.Context, n int64, o permitOptio
 	if o.wait > 0 {
 		deadline = time.Now().Add(o.wait)
 	}
-	w := syncWait[*Permits]{channel: lua.SemaphoreChannel(s.o.name), wake: semaphoreWake, deadline: deadline, acquiring: true, attempt: attempt}
+	w := syncWait[*Permits]{channel: s.keys.Channel(), wake: semaphoreWake, deadline: deadline, acquiring: true, attempt: attempt}
 	p, err := w.run(ctx, &s.o)
 	if err == nil && p == nil {
 		err = notAvailable(s.o.name, n, absent)

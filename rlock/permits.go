@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/holdfast-go/holdfast/lua"
 	"github.com/holdfast-go/holdfast/observe"
 	"github.com/holdfast-go/holdfast/watchdog"
 )
@@ -50,7 +49,7 @@ func (s *ExpirableSemaphore) grant(ctx context.Context, ids []string, sent time.
 	}
 	p.seen = c.obs.holdStarted(observe.KindExpirableSemaphore, s.o.name, sent) // before the watchdog may end p
 	for _, id := range ids {
-		p.holds = append(p.holds, c.wd.Watch(lua.PermitRenewal(s.o.name, id), deadline, lease == 0, p.lose))
+		p.holds = append(p.holds, c.wd.Watch(s.keys.Renewal(id), deadline, lease == 0, p.lose))
 	}
 	p.mu.Unlock()
 	return p, 0, nil
@@ -70,7 +69,7 @@ func permitDeadline(sent time.Time, expiry int64, life time.Duration) time.Time 
 // permit raw (16 raw bytes) of s: what a release or lease update by id in this
 // client tells at once.
 func (s *ExpirableSemaphore) holdsHere(raw string) []*watchdog.Hold {
-	return s.o.c.wd.Holds(lua.PermitRenewal(s.o.name, raw))
+	return s.o.c.wd.Holds(s.keys.Renewal(raw))
 }
 
 // Name returns the semaphore's name.
