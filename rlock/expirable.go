@@ -78,11 +78,7 @@ func WithPermitLease(d time.Duration) PermitOption {
 func (s *ExpirableSemaphore) Acquire(ctx context.Context, n int64, opts ...PermitOption) (_ *Permits, err error) {
 	ctx, ob := s.o.startCall(ctx, observe.OpAcquire)
 	defer ob.endCall(&err)
-	var o permitOptions
-	for _, f := range opts {
-		f(&o)
-	}
-	return s.acquire(ctx, n, o, true)
+	return s.acquire(ctx, n, newPermitOptions(opts), true)
 }
 
 // TryAcquire takes n permits if they are available now, or with WithWaitTime
@@ -91,11 +87,34 @@ func (s *ExpirableSemaphore) Acquire(ctx context.Context, n int64, opts ...Permi
 func (s *ExpirableSemaphore) TryAcquire(ctx context.Context, n int64, opts ...TryPermitOption) (_ *Permits, err error) {
 	ctx, ob := s.o.startCall(ctx, observe.OpTryAcquire)
 	defer ob.endCall(&err)
-	var o permitOptions
-	for _, f := range opts {
-		f.applyTryPermit(&o)
-	}
+	o := newTryPermitOptions(opts)
 	return s.acquire(ctx, n, o, o.wait > 0)
+}
+
+// newPermitOptions reads the options of a call of Acquire.
+func newPermitOptions(opts []PermitOption) permitOptions {
+	var o permitOptions
+	if len(opts) > 0 {
+		p := new(permitOptions) // only here: o stays on the stack without options
+		for _, f := range opts {
+			f(p)
+		}
+		o = *p
+	}
+	return o
+}
+
+// newTryPermitOptions reads the options of a call of TryAcquire.
+func newTryPermitOptions(opts []TryPermitOption) permitOptions {
+	var o permitOptions
+	if len(opts) > 0 {
+		p := new(permitOptions) // only here: o stays on the stack without options
+		for _, f := range opts {
+			f.applyTryPermit(p)
+		}
+		o = *p
+	}
+	return o
 }
 
 // MaxPermitsPerCall is the most permits one acquisition of an
