@@ -212,8 +212,9 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) (err er
 	return nil
 }
 
-// release gives back the raw ids (shown as hexIDs in errors).
-func (s *ExpirableSemaphore) release(ctx context.Context, raw, hexIDs []string) error {
+// release gives back the raw ids, shown in errors as shown, or as hexIDs(raw)
+// when shown is nil (made only then).
+func (s *ExpirableSemaphore) release(ctx context.Context, raw, shown []string) error {
 	c := s.o.c
 	ctx, cancel := c.releaseContext(ctx)
 	defer cancel()
@@ -224,9 +225,9 @@ func (s *ExpirableSemaphore) release(ctx context.Context, raw, hexIDs []string) 
 		case err != nil:
 			return s.o.wrap(err)
 		case r == lua.PermitExpired:
-			return fmt.Errorf("%w: semaphore %s: permit %s had expired (it went back to the pool)", ErrNoSuchPermit, quote(s.o.name), hexIDs[0])
+			return fmt.Errorf("%w: semaphore %s: permit %s had expired (it went back to the pool)", ErrNoSuchPermit, quote(s.o.name), shownIDs(raw, shown)[0])
 		case r == lua.PermitUnknown:
-			return fmt.Errorf("%w: semaphore %s: permit %s was released, reclaimed or never acquired", ErrNoSuchPermit, quote(s.o.name), hexIDs[0])
+			return fmt.Errorf("%w: semaphore %s: permit %s was released, reclaimed or never acquired", ErrNoSuchPermit, quote(s.o.name), shownIDs(raw, shown)[0])
 		}
 		return nil
 	}
@@ -236,9 +237,17 @@ func (s *ExpirableSemaphore) release(ctx context.Context, raw, hexIDs []string) 
 	}
 	if r == 0 {
 		return fmt.Errorf("%w: semaphore %s: one of permits %v was released, expired or never acquired; none was released",
-			ErrNoSuchPermit, quote(s.o.name), hexIDs)
+			ErrNoSuchPermit, quote(s.o.name), shownIDs(raw, shown))
 	}
 	return nil
+}
+
+// shownIDs returns shown, or hexIDs(raw) when shown is nil (see release).
+func shownIDs(raw, shown []string) []string {
+	if shown == nil {
+		return hexIDs(raw)
+	}
+	return shown
 }
 
 // rawIDs checks the ids users give (32 hex digits, no duplicate) and returns

@@ -36,7 +36,7 @@ type Permits struct {
 // attempt at once.
 func (s *ExpirableSemaphore) grant(ctx context.Context, ids []string, sent time.Time, lease time.Duration, deadline time.Time) (*Permits, time.Duration, error) {
 	if !time.Now().Before(deadline) {
-		_ = s.release(ctx, ids, hexIDs(ids))
+		_ = s.release(ctx, ids, nil)
 		return nil, 0, nil
 	}
 	c := s.o.c
@@ -44,7 +44,7 @@ func (s *ExpirableSemaphore) grant(ctx context.Context, ids []string, sent time.
 	p.mu.Lock() // Close's closeHold claims p: it waits for the holds below
 	if !c.closing.add(p) {
 		p.mu.Unlock()
-		_ = s.release(ctx, ids, hexIDs(ids)) // Close gave back the permits it knew of: these too
+		_ = s.release(ctx, ids, nil) // Close gave back the permits it knew of: these too
 		return nil, 0, ErrClosed
 	}
 	p.seen = c.obs.holdStarted(observe.KindExpirableSemaphore, s.o.name, sent) // before the watchdog may end p
@@ -165,10 +165,10 @@ func (p *Permits) Release(ctx context.Context) (err error) {
 	}
 	p.stopHolds()
 	lost := p.ended.Err()
-	err = p.s.release(ctx, p.raw, p.IDs())
+	err = p.s.release(ctx, p.raw, nil)
 	switch {
 	case err == nil:
-		p.finish(fmt.Errorf("%w: semaphore %s: permits %v", ErrReleased, quote(p.s.o.name), p.IDs()))
+		p.finish(releasedError{p})
 		return nil
 	case errors.Is(err, ErrNoSuchPermit) && lost != nil:
 		return fmt.Errorf("%w: %w", err, lost)
@@ -182,6 +182,16 @@ func (p *Permits) Release(ctx context.Context) (err error) {
 	p.finish(err)
 	return err
 }
+
+// releasedError is why a Permits handle ended after its Release: it matches
+// ErrReleased, and its text, made only when read, names the permits.
+type releasedError struct{ p *Permits }
+
+func (e releasedError) Error() string {
+	return fmt.Sprintf("%v: semaphore %s: permits %v", ErrReleased, quote(e.p.s.o.name), e.p.IDs())
+}
+
+func (e releasedError) Unwrap() error { return ErrReleased }
 
 // startCall starts reporting a public call of op on p (see Client.begin).
 func (p *Permits) startCall(ctx context.Context, op observe.Op) (context.Context, *observed) {
@@ -227,7 +237,7 @@ func (p *Permits) closeHold() {
 	if !p.claim() {
 		return
 	}
-	err := p.s.release(context.Background(), p.raw, p.IDs())
+	err := p.s.release(context.Background(), p.raw, nil)
 	if err != nil {
 		err = fmt.Errorf("%w: semaphore %s: Close could not release permits %v (%w)", ErrClosed, quote(p.s.o.name), p.IDs(), err)
 	} else {
