@@ -18,7 +18,8 @@ import (
 )
 
 // syncParked returns how many goroutines of this process sleep in rlock's
-// bounded wait (await) on behalf of a call whose stack names method (for
+// bounded wait (await), or queued behind a semaphore's head (waitPermits), on
+// behalf of a call whose stack names method (for
 // example "(*CountDownLatch).Await"): they have made their attempt and wait
 // for a message, a re-check or ctx. Used only to know, from outside, that
 // waiters are waiting.
@@ -34,7 +35,8 @@ func syncParked(method string) int {
 			if strings.HasPrefix(line, "\t") || strings.HasPrefix(line, "runtime.") {
 				continue
 			}
-			if strings.HasPrefix(line, "github.com/holdfast-go/holdfast/rlock.await[") {
+			if strings.HasPrefix(line, "github.com/holdfast-go/holdfast/rlock.await[") ||
+				strings.HasPrefix(line, "github.com/holdfast-go/holdfast/rlock.(*Client).waitPermits(") {
 				count++
 			}
 			break

@@ -540,7 +540,7 @@ func TestSemaphoreReleaseWakesAsMany(t *testing.T) {
 			v, _ := syncGet(t, admin, name)
 			require.Zero(t, v, "every released permit was taken")
 			if n == 3 {
-				require.Equal(t, base+2, syncParked(method), "two waiters still wait")
+				syncAwaitParked(t, method, base+2) // two waiters still wait
 				select {
 				case <-done:
 					t.Fatal("a fourth waiter got in with 3 permits released")

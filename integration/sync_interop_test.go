@@ -177,18 +177,22 @@ func waitAsleep(t *testing.T, env syncEnv, from, want int, what string) {
 		wakeBound, time.Millisecond, "%s: %d calls, want %d", what, env.calls.count()-from, want)
 }
 
-// goAsleep starts each f on a goroutine (syncGoErr) and returns once holdfast
-// is subscribed to channel and each of them made its two attempts (see
-// goCalls): from then on, only a message wakes them.
+// goAsleep starts each f on a goroutine (syncGoErr), one after the other,
+// and returns once each is parked in a wait of rlock, holdfast is subscribed
+// to channel, and the first made its two attempts (see goCalls): from then
+// on, only a message wakes them. (A semaphore's later waiters queue behind
+// the first without a call of their own: the head attempts for them.)
 func goAsleep(t *testing.T, ctx context.Context, env syncEnv, channel, what string, fs ...func() error) []<-chan syncGot[struct{}] {
 	t.Helper()
-	from := env.calls.count()
+	const anyWait = "holdfast/rlock."
+	from, base := env.calls.count(), syncParked(anyWait)
 	gots := make([]<-chan syncGot[struct{}], len(fs))
 	for i, f := range fs {
 		gots[i] = syncGoErr(f)
+		syncAwaitParked(t, anyWait, base+i+1)
 	}
 	waitSubscribed(t, ctx, env, channel, 2)
-	waitAsleep(t, env, from, 2*len(fs), what)
+	waitAsleep(t, env, from, 2, what)
 	return gots
 }
 

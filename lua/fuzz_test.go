@@ -819,11 +819,12 @@ func replyDecoders() []decoder {
 			return permit.SetLease(ctx, rdb, ids[0], NoExpiry, 1, Publish)
 		}, one},
 		{"SemaphoreAcquire", func(ctx context.Context, rdb *redis.Client) (any, error) {
-			return SemaphoreAcquire(ctx, rdb, "fuzz", 2, req)
+			return SemaphoreAcquire(ctx, rdb, "fuzz", req, 2)
 		}, self},
 		{"SemaphoreRelease", func(ctx context.Context, rdb *redis.Client) (any, error) {
-			return SemaphoreRelease(ctx, rdb, "fuzz", 2, true, Publish, req)
-		}, one},
+			ok, _, err := SemaphoreRelease(ctx, rdb, "fuzz", 2, true, Publish, req, false)
+			return ok, err
+		}, func(n int64) any { return n >= 1 }},
 		{"SemaphoreTrySet", func(ctx context.Context, rdb *redis.Client) (any, error) {
 			return SemaphoreTrySet(ctx, rdb, "fuzz", 2, time.Second, Publish, req)
 		}, one},

@@ -1,5 +1,6 @@
 -- sem_release: give n permits to a semaphore (RSemaphore release and
--- releaseIfExists, §2.11; the permit-expirable semaphore never uses it).
+-- releaseIfExists, §2.11; the permit-expirable semaphore never uses it), and
+-- hand them to waiters of the releasing client in the same call.
 --
 -- KEYS[1]  semaphore N
 -- KEYS[2]  channel redisson_sc:{N}
@@ -8,13 +9,23 @@
 -- ARGV[2]  publish command
 -- ARGV[3]  request key time to live in ms
 -- ARGV[4]  '1': only if N exists (releaseIfExists); '0': create N if absent
+-- ARGV[5]  '1': serve the waiters only if no other client listens on KEYS[2]
+--          (the releasing client has served its own often enough in a row)
+-- ARGV[6..] the counts of the releasing client's waiters to serve (serve)
 --
--- Returns 1 after INCRBY n and publishing the new value on KEYS[2], 0 when
--- ARGV[4] is '1' and N is absent (nothing changes).
+-- Returns 0 when ARGV[4] is '1' and N is absent (nothing changes); else
+-- 1 + the number of waiters served, after INCRBY n, serving, and publishing
+-- on KEYS[2] the count N holds then (Redisson publishes the new count: the
+-- permits handed over are no longer in it).
 return counted(KEYS[3], KEYS[1], function(v)
   if v == nil and ARGV[4] == '1' then
     return 0
   end
-  redis.call(ARGV[2], KEYS[2], redis.call('incrby', KEYS[1], ARGV[1]))
-  return record(KEYS[3], ARGV[3], 1)
+  local left = redis.call('incrby', KEYS[1], ARGV[1])
+  local served = 0
+  if #ARGV >= 6 and (ARGV[5] ~= '1' or redis.call('pubsub', 'numsub', KEYS[2])[2] <= 1) then
+    served, left = serve(KEYS[1], nil, left, 6)
+  end
+  redis.call(ARGV[2], KEYS[2], left)
+  return record(KEYS[3], ARGV[3], 1 + served)
 end)

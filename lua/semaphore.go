@@ -3,7 +3,10 @@ package lua
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 var (
@@ -25,28 +28,54 @@ var (
 	semDrain   = syncScript(semDrainSrc)
 )
 
-// The outcomes of SemaphoreAcquire.
-const (
-	SemaphoreAbsent   int64 = -1 // the semaphore does not exist: nothing changed
-	SemaphoreShort    int64 = 0  // it holds fewer permits than asked: nothing changed
-	SemaphoreAcquired int64 = 1  // the permits were taken
-)
+// SemaphoreAbsent is what SemaphoreAcquire serves when the semaphore does not
+// exist: nothing changed.
+const SemaphoreAbsent int64 = -1
 
-// SemaphoreAcquire takes n permits of the semaphore name (RSemaphore
-// tryAcquire, protocol §2.11) in one round trip and says how it went:
-// SemaphoreAcquired, SemaphoreShort or SemaphoreAbsent. Nothing is published.
-func SemaphoreAcquire(ctx context.Context, rdb Processor, name string, n int64, req Request) (int64, error) {
-	return evalInt(ctx, rdb, semAcquire, []string{name, req.Key}, n, req.TTL.arg())
+// SemaphoreAcquire takes permits of the semaphore name (RSemaphore
+// tryAcquire, protocol §2.11) in one round trip for waiters of one client, in
+// the order of wants (their counts; the caller's first), while the permits
+// cover the next one, and returns how many waiters it served: 0 when the
+// semaphore holds fewer than wants[0], SemaphoreAbsent when it does not exist.
+// Nothing is published.
+func SemaphoreAcquire(ctx context.Context, rdb Processor, name string, req Request, wants ...int64) (int64, error) {
+	args := make([]any, 0, 1+len(wants))
+	args = append(args, req.TTL.arg())
+	for _, n := range wants {
+		args = append(args, n)
+	}
+	return evalInt(ctx, rdb, semAcquire, []string{name, req.Key}, args...)
 }
 
-// SemaphoreRelease adds n permits to the semaphore name and publishes the new
-// count on its channel (RSemaphore release); with ifExists, only when the
-// semaphore exists (releaseIfExists), reporting whether it did. publish is
-// Publish or ShardedPublish.
-func SemaphoreRelease(ctx context.Context, rdb Processor, name string, n int64, ifExists bool, publish string, req Request) (bool, error) {
-	v, err := evalInt(ctx, rdb, semRelease, []string{name, SemaphoreChannel(name), req.Key},
-		n, publish, req.TTL.arg(), flag(ifExists))
-	return v == 1, err
+// SemaphoreRelease adds n permits to the semaphore name, hands them to waiters
+// of the releasing client whose counts are wants (in order, while the permits
+// cover the next one; when onlyIfAlone, only if no other client listens on the
+// channel) and publishes the count left on its channel (RSemaphore release);
+// with ifExists, only when the semaphore exists (releaseIfExists). It returns
+// whether the permits were released and how many waiters were served. publish
+// is Publish or ShardedPublish.
+func SemaphoreRelease(ctx context.Context, rdb Processor, name string, n int64, ifExists bool, publish string, req Request,
+	onlyIfAlone bool, wants ...int64) (released bool, served int64, err error) {
+	args := make([]any, 0, 5+len(wants))
+	args = append(args, n, publish, req.TTL.arg(), flag(ifExists), flag(onlyIfAlone))
+	for _, w := range wants {
+		args = append(args, w)
+	}
+	v, err := evalInt(ctx, rdb, semRelease, []string{name, SemaphoreChannel(name), req.Key}, args...)
+	return v >= 1, max(v-1, 0), err
+}
+
+// Recorded reads what the call req recorded, if it ran and its record has
+// not expired: what a caller whose round trip failed reads to learn its
+// outcome.
+func Recorded(ctx context.Context, rdb Processor, req Request) (v int64, ran bool, err error) {
+	cmd := redis.NewStringCmd(ctx, "get", req.Key)
+	_ = rdb.Process(ctx, cmd)
+	v, err = cmd.Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, false, nil
+	}
+	return v, err == nil, err
 }
 
 // SemaphoreTrySet sets the permits of the semaphore name to n and publishes n,

@@ -71,3 +71,35 @@ local function counted(req, key, body)
   end
   return body(v)
 end
+
+-- serve(n, z, v, i) gives the permits of n, v of them available, to waiters
+-- of one client listed in ARGV from index i, in their order, while v covers
+-- the next one's count (a waiter that does not fit holds back those behind
+-- it). For a semaphore (z nil) each waiter is its count; for a
+-- permit-expirable semaphore it is its count, its permits' expiry, then their
+-- ids, added to z. It takes from n what it gave (an id z has already, from an
+-- earlier execution of the same call, is not taken twice) and returns the
+-- number of waiters served and the permits left.
+local function serve(n, z, v, i)
+  local served, taken = 0, 0
+  while i <= #ARGV do
+    local want = tonumber(ARGV[i])
+    if v - taken < want then
+      break
+    end
+    if z then
+      for j = i + 2, i + 1 + want do
+        taken = taken + redis.call('zadd', z, ARGV[i + 1], ARGV[j])
+      end
+      i = i + 2 + want
+    else
+      taken = taken + want
+      i = i + 1
+    end
+    served = served + 1
+  end
+  if taken > 0 then
+    redis.call('decrby', n, taken)
+  end
+  return served, v - taken
+end

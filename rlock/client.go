@@ -47,6 +47,8 @@ type Client struct {
 	mu      sync.Mutex
 	locks   map[string]*lockEntry // the locks this client holds or waits for (table.go)
 	closing closing               // the holds of other kinds, which Close gives back
+
+	permitQs permitTable // the semaphores' waiters (permitqueue.go)
 }
 
 // A closer is a hold of a kind other than the locks' that Close gives back:

@@ -71,27 +71,54 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64, opts ...TryAcquireO
 	return s.acquire(ctx, n, true, time.Now().Add(wait))
 }
 
-// acquire makes attempts, waiting between them if wait is set, until deadline
-// (zero: none) or ctx is done.
+// acquire takes n permits: first with one attempt of its own, unless waiters
+// of this client queue already, and then, if wait is set, in the client's
+// queue for the semaphore (waitPermits) until deadline (zero: none) or ctx
+// is done.
 func (s *Semaphore) acquire(ctx context.Context, n int64, wait bool, deadline time.Time) error {
 	if err := s.o.checkCount(n); err != nil {
 		return err
 	}
-	req := s.o.request()
-	attempt := func(ctx context.Context) (turn[int64], error) {
-		r, err := lua.SemaphoreAcquire(ctx, s.o.c.rdb, s.o.name, n, req)
-		if err != nil {
-			return turn[int64]{}, s.o.wrap(err)
+	c := s.o.c
+	if !wait || !c.permitQs.queued(s.o.name) {
+		r, err := lua.SemaphoreAcquire(ctx, c.rdb, s.o.name, s.o.request(), n)
+		switch {
+		case err != nil:
+			return s.o.wrap(err)
+		case r > 0:
+			return nil
+		case !wait:
+			return notAvailable(s.o.name, n, r == lua.SemaphoreAbsent)
 		}
-		return turn[int64]{got: r, done: r == lua.SemaphoreAcquired || !wait, sleep: -1}, nil
 	}
-	w := syncWait[int64]{channel: lua.SemaphoreChannel(s.o.name), wake: semaphoreWake, deadline: deadline, acquiring: true, attempt: attempt}
-	got, err := w.run(ctx, &s.o)
-	if err == nil && got != lua.SemaphoreAcquired {
-		err = notAvailable(s.o.name, n, got == lua.SemaphoreAbsent)
+	ctx, stop := c.waitContext(ctx, deadline)
+	defer stop()
+	_, err := c.waitPermits(ctx, &s.o, semaphoreKind{s}, newPermitWaiter(n), lua.SemaphoreChannel(s.o.name))
+	if err != nil && ctx.Err() != nil {
+		return waitEnded(ctx, s.o.name, true)
 	}
 	return err
 }
+
+// semaphoreKind is a Semaphore's side of its queue (permitKind).
+type semaphoreKind struct{ s *Semaphore }
+
+func (k semaphoreKind) attempt(ctx context.Context, _ time.Time, req lua.Request, ws []*permitWaiter) (permitTry, error) {
+	r, err := lua.SemaphoreAcquire(ctx, k.s.o.c.rdb, k.s.o.name, req, wants(ws)...)
+	return permitTry{served: int(max(r, 0)), sleep: -1, absent: r == lua.SemaphoreAbsent}, err
+}
+
+func (k semaphoreKind) giveBack(ctx context.Context, ws []*permitWaiter) {
+	var n int64
+	for _, w := range ws {
+		n += w.n
+	}
+	if n > 0 {
+		_, _ = k.s.release(ctx, n, false)
+	}
+}
+
+func (semaphoreKind) recorded() bool { return true }
 
 // notAvailable is the error of an attempt on the semaphore name that found
 // fewer than n permits, or, absent, no semaphore at all.
@@ -121,13 +148,18 @@ func (s *Semaphore) ReleaseIfExists(ctx context.Context, n int64) (_ bool, err e
 	return s.release(ctx, n, true)
 }
 
-func (s *Semaphore) release(ctx context.Context, n int64, ifExists bool) (bool, error) {
+func (s *Semaphore) release(ctx context.Context, n int64, ifExists bool) (ok bool, err error) {
 	if err := s.o.checkCount(n); err != nil {
 		return false, err
 	}
-	ctx, cancel := s.o.c.releaseContext(ctx)
+	c := s.o.c
+	ctx, cancel := c.releaseContext(ctx)
 	defer cancel()
-	ok, err := lua.SemaphoreRelease(ctx, s.o.c.rdb, s.o.name, n, ifExists, s.o.c.publishCommand(ctx), s.o.request())
+	err = c.handOff(ctx, &s.o, semaphoreKind{s}, func(ws []*permitWaiter, alone bool, req lua.Request) (int, error) {
+		var served int64
+		ok, served, err = lua.SemaphoreRelease(ctx, c.rdb, s.o.name, n, ifExists, c.publishCommand(ctx), req, alone, wants(ws)...)
+		return int(served), err
+	})
 	return ok, s.o.wrap(err)
 }
 

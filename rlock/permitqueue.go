@@ -1,0 +1,232 @@
+package rlock
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/holdfast-go/holdfast/lua"
+)
+
+// The semaphores' waits (Semaphore and ExpirableSemaphore alike) run on one
+// queue per client and semaphore, as the Mutex's do:
+//
+//   - Waiters queue in arrival order. Only the front one, the head, talks to
+//     Redis: woken by a message on the semaphore's channel (one token for the
+//     whole queue), it makes one attempt for as many waiters from the front
+//     as the permits cover (at most maxServed), and hands the others what it
+//     got. A waiter that wants more permits than there are holds back those
+//     behind it, as in golang.org/x/sync/semaphore.
+//   - A release of this client while waiters queue hands its permits to them
+//     in the release's own round trip and publishes only what is left; after
+//     maxHandOffs such releases in a row, only when no other client listens
+//     (pacing), so that other processes' waiters get their turn.
+//   - One attempt or hand-off is in flight at a time (serving). A waiter that
+//     gives up while one serves it is marked left: what it gets goes back.
+//     One whose outcome is unknown (a failed round trip) is settled by the
+//     head from the call's request record before anything else (unsure).
+//
+// This file holds the queue's state and its transitions, under
+// permitTable.mu; semwait.go does the round trips around them.
+
+// maxServed bounds the waiters one attempt or hand-off serves.
+const maxServed = 32
+
+// permitTable is the client's permit queues, by semaphore name.
+type permitTable struct {
+	mu sync.Mutex
+	m  map[string]*permitQueue
+}
+
+// permitQueue is this client's waiters for one semaphore.
+type permitQueue struct {
+	name    string
+	waiters []*permitWaiter // arrival order; waiters[0] is the head
+	sub     subscription    // the queue's share of the channel, once the head listens
+	pace    pacing
+	// serving: the waiters the attempt or hand-off in flight serves, a prefix
+	// of waiters in their order; nil when none is in flight.
+	serving []*permitWaiter
+	// attemptAt: the head attempts no sooner (pacing after a message).
+	attemptAt time.Time
+	// quiet: the last look found too few permits for the front waiter (or the
+	// queue's first waiter has just looked): the head waits for news (a
+	// message, its recheck) before it attempts.
+	quiet bool
+	// unsure: a serving round trip that failed, whose outcome the head reads
+	// from its request record before anything else; nil: none.
+	unsure *unsureServe
+}
+
+// unsureServe is a round trip that may have served waiters: its request,
+// the offset of the number served in what it records, when it was sent, and
+// the waiters.
+type unsureServe struct {
+	req    lua.Request
+	offset int64
+	sent   time.Time
+	ws     []*permitWaiter
+}
+
+// permitWaiter is one call of a semaphore's Acquire or TryAcquire in a queue.
+type permitWaiter struct {
+	n     int64
+	ids   []string      // an ExpirableSemaphore's: the permits' ids, raw
+	lease time.Duration // an ExpirableSemaphore's: the permits' lease, 0: the watchdog's
+	head  bool          // turn is closed
+	left  bool          // gave up while serving held it: what it gets goes back
+	turn  chan struct{} // closed when the waiter becomes the head
+	wake  chan struct{} // the head should look again: what was in flight ended
+	grant chan permitGrant
+}
+
+func newPermitWaiter(n int64) *permitWaiter {
+	return &permitWaiter{n: n, turn: make(chan struct{}), wake: make(chan struct{}, 1), grant: make(chan permitGrant, 1)}
+}
+
+// poke tells the head to look again.
+func (w *permitWaiter) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// join queues w on the semaphore name and returns its queue.
+func (t *permitTable) join(name string, w *permitWaiter) *permitQueue {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	q := t.m[name]
+	if q == nil {
+		if t.m == nil {
+			t.m = make(map[string]*permitQueue)
+		}
+		q = &permitQueue{name: name, quiet: true} // w has just looked
+		t.m[name] = q
+	}
+	q.waiters = append(q.waiters, w)
+	q.promote(false)
+	return q
+}
+
+// queued reports whether waiters of this client queue on the semaphore name:
+// a new call queues behind them instead of attempting first.
+func (t *permitTable) queued(name string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.m[name] != nil
+}
+
+// promote makes the front waiter the head; with poke, a head that was one
+// already is told to look again (a round trip not its own ended).
+func (q *permitQueue) promote(poke bool) {
+	if len(q.waiters) == 0 {
+		return
+	}
+	h := q.waiters[0]
+	switch {
+	case !h.head:
+		h.head = true
+		close(h.turn)
+	case poke:
+		h.poke()
+	}
+}
+
+// choose starts serving the front waiters and returns them (with the wants
+// the scripts take), or nil when a round trip already serves them or none
+// waits. t.mu must be held.
+func (q *permitQueue) choose() []*permitWaiter {
+	if q.serving != nil || q.unsure != nil || len(q.waiters) == 0 {
+		return nil
+	}
+	q.serving = slices.Clone(q.waiters[:min(len(q.waiters), maxServed)])
+	return q.serving
+}
+
+// served ends the round trip that served q.serving: its first k were served,
+// sent at sent. It delivers their grants, but to skip (the head whose own
+// round trip it was, which takes its own) and to those that left, which it
+// returns: their permits go back. The rest keep waiting; the head is told to
+// look again unless the round trip was its own. t.mu must be held.
+func (q *permitQueue) served(k int, sent time.Time, skip *permitWaiter) (giveBack []*permitWaiter) {
+	q.quiet = k < len(q.serving)
+	for i, w := range q.serving {
+		switch {
+		case i < k && w.left:
+			giveBack = append(giveBack, w)
+		case i < k && w != skip:
+			w.grant <- permitGrant{sent: sent}
+		case i >= k && !w.left:
+			continue
+		}
+		q.remove(w)
+	}
+	q.serving = nil
+	q.promote(skip == nil)
+	return giveBack
+}
+
+// failed ends a round trip that served q.serving with an unknown outcome: the
+// head reads it from the request's record (req, whose value less offset is
+// the number served) before it attempts again.
+func (q *permitQueue) failed(req lua.Request, offset int64, sent time.Time) {
+	q.unsure = &unsureServe{req: req, offset: offset, sent: sent, ws: q.serving}
+	q.serving = nil
+	q.promote(true)
+}
+
+// leave takes w out of the queue as it gives up, and reports whether it was
+// served meanwhile (its grant is waiting on w.grant). A waiter that a round
+// trip in flight serves is marked left instead, and goes when that ends; one
+// an unsure round trip may have served is marked left too, for the settling
+// to give back what it got. t.mu must be held.
+func (q *permitQueue) leave(w *permitWaiter) (served bool) {
+	if slices.Contains(q.serving, w) {
+		w.left = true
+		return false
+	}
+	if q.unsure != nil && slices.Contains(q.unsure.ws, w) {
+		w.left = true // the settling serves it or not: either way it goes
+	}
+	if !slices.Contains(q.waiters, w) {
+		return true
+	}
+	q.remove(w)
+	q.promote(false)
+	return false
+}
+
+// remove takes w out of the queue.
+func (q *permitQueue) remove(w *permitWaiter) {
+	if i := slices.Index(q.waiters, w); i >= 0 {
+		q.waiters = slices.Delete(q.waiters, i, i+1)
+	}
+}
+
+// idle reports whether the queue may go: nobody waits, nothing is in flight
+// or unsure.
+func (q *permitQueue) idle() bool {
+	return len(q.waiters) == 0 && q.serving == nil && q.unsure == nil
+}
+
+// forget drops q once idle, and returns its subscription to close.
+func (t *permitTable) forget(q *permitQueue) subscription {
+	if !q.idle() || t.m[q.name] != q {
+		return nil
+	}
+	delete(t.m, q.name)
+	s := q.sub
+	q.sub = nil
+	return s
+}
+
+// wants returns the counts of ws, the arguments of the scripts that serve
+// them.
+func wants(ws []*permitWaiter) []int64 {
+	n := make([]int64, len(ws))
+	for i, w := range ws {
+		n[i] = w.n
+	}
+	return n
+}

@@ -1,0 +1,280 @@
+package rlock
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/observe"
+)
+
+// The round trips of the semaphores' queues (permitqueue.go): the head's
+// attempts, the settling of an unsure one, and the releases that hand
+// permits over.
+
+// permitKind is what one kind of semaphore does in Redis for its queue.
+type permitKind interface {
+	// attempt takes permits for ws (head first, in order) in one round trip
+	// sent at sent, with request req.
+	attempt(ctx context.Context, sent time.Time, req lua.Request, ws []*permitWaiter) (permitTry, error)
+	// giveBack returns the permits of served waiters that had left.
+	giveBack(ctx context.Context, ws []*permitWaiter)
+	// recorded reports whether a failed round trip's outcome is read from its
+	// request's record (Semaphore). An ExpirableSemaphore's need not be: its
+	// waiters' permit ids are the record, which their own next attempt reads.
+	recorded() bool
+}
+
+// permitTry is what one attempt did.
+type permitTry struct {
+	served int           // waiters served, from the front
+	sleep  time.Duration // none served: how long the head may sleep at most (-1: until a message)
+	absent bool          // none served: the semaphore does not exist
+	expiry int64         // ExpirableSemaphore: a replayed head's expiry in Redis (0: sent plus the lease)
+}
+
+// permitGrant is what a served waiter gets: when the round trip that served it
+// was sent, and for an ExpirableSemaphore's replayed head the expiry Redis
+// holds (0: the one sent).
+type permitGrant struct {
+	sent   time.Time
+	expiry int64
+}
+
+// waitPermits queues w on the semaphore o and waits until a round trip serves
+// it, or ctx ends (then it returns ctx.Err(); the caller says why). ctx must
+// end with Close (waitContext).
+func (c *Client) waitPermits(ctx context.Context, o *syncObject, k permitKind, w *permitWaiter, channel string) (permitGrant, error) {
+	q := c.permitQs.join(o.name, w)
+	c.obs.observedIn(ctx).blocking()
+	select {
+	case <-w.turn:
+		return c.leadPermits(ctx, o, k, q, w, channel)
+	case g := <-w.grant:
+		return g, nil
+	case <-ctx.Done():
+		return c.leavePermits(ctx, k, q, w, ctx.Err())
+	}
+}
+
+// leadPermits runs w as the head of q (await) until a round trip serves it or
+// it gives up.
+func (c *Client) leadPermits(ctx context.Context, o *syncObject, k permitKind, q *permitQueue, w *permitWaiter, channel string) (permitGrant, error) {
+	t := &c.permitQs
+	g, err := await(ctx, waitPlan[permitGrant]{
+		attempt: func(ctx context.Context) (turn[permitGrant], error) {
+			tr, err := c.permitStep(ctx, o, k, q, w)
+			if tr.sleep < 0 || tr.sleep > c.opts.recheck {
+				tr.sleep, tr.timer = c.opts.recheck, observe.CauseRecheck
+			}
+			return tr, err
+		},
+		subscribe: func(ctx context.Context) (waker, error) { return c.listenPermits(ctx, o, q, channel) },
+		wake:      w.wake,
+		handed:    w.grant,
+		confirmed: func() { t.locked(func() { q.attemptAt, q.quiet = time.Time{}, false }) },
+		heard:     func() { t.locked(func() { q.attemptAt, q.quiet = time.Now().Add(q.pace.heard()), false }) },
+		watch:     c.obs.observedIn(ctx),
+	})
+	if err != nil {
+		return c.leavePermits(ctx, k, q, w, err)
+	}
+	return g, nil
+}
+
+// permitStep is one step of the head w: settle an unsure round trip, pace,
+// or attempt for the front waiters.
+func (c *Client) permitStep(ctx context.Context, o *syncObject, k permitKind, q *permitQueue, w *permitWaiter) (turn[permitGrant], error) {
+	t := &c.permitQs
+	t.mu.Lock()
+	if q.unsure != nil {
+		t.mu.Unlock()
+		return c.settle(ctx, o, k, q, w)
+	}
+	if d := time.Until(q.attemptAt); d > 0 {
+		t.mu.Unlock()
+		return turn[permitGrant]{sleep: d, idle: true, timer: observe.CauseMessage}, nil
+	}
+	if q.quiet {
+		q.quiet = false // whatever wakes the head next, it attempts
+		t.mu.Unlock()
+		return turn[permitGrant]{sleep: -1, idle: true}, nil
+	}
+	ws := q.choose()
+	t.mu.Unlock()
+	if ws == nil {
+		return turn[permitGrant]{sleep: -1, idle: true}, nil // a hand-off in flight wakes w
+	}
+	sent, req := time.Now(), o.request()
+	rctx, cancel := c.releaseContext(ctx) // the round trip serves others: ctx does not cut it short
+	r, err := k.attempt(rctx, sent, req, ws)
+	cancel()
+	t.mu.Lock()
+	var back []*permitWaiter
+	switch {
+	case err != nil && k.recorded():
+		q.failed(req, 0, sent)
+	case err == nil && r.served > 0:
+		q.pace.attemptWon()
+		q.pace.acquired()
+		fallthrough
+	default:
+		back = q.served(r.served, sent, w)
+	}
+	t.mu.Unlock()
+	k.giveBack(ctx, back)
+	if err != nil {
+		return turn[permitGrant]{}, o.wrap(err)
+	}
+	if r.served > 0 {
+		return turn[permitGrant]{got: permitGrant{sent: sent, expiry: r.expiry}, done: true}, nil
+	}
+	return turn[permitGrant]{sleep: r.sleep, timer: observe.CauseLeaseExpiry}, nil
+}
+
+// settle reads the outcome of q's unsure round trip from its request's record
+// and serves by it; w, the head, may be one it served.
+func (c *Client) settle(ctx context.Context, o *syncObject, k permitKind, q *permitQueue, w *permitWaiter) (turn[permitGrant], error) {
+	t := &c.permitQs
+	t.mu.Lock()
+	u := q.unsure
+	if u == nil {
+		t.mu.Unlock()
+		return turn[permitGrant]{idle: true}, nil
+	}
+	q.unsure, q.serving = nil, u.ws // in flight again: nobody else attempts
+	t.mu.Unlock()
+	rctx, cancel := c.releaseContext(ctx)
+	v, ran, err := lua.Recorded(rctx, c.rdb, u.req)
+	cancel()
+	t.mu.Lock()
+	served := 0
+	if ran {
+		served = int(v - u.offset)
+	}
+	var back []*permitWaiter
+	if err != nil {
+		q.failed(u.req, u.offset, u.sent)
+	} else {
+		back = q.served(served, u.sent, w)
+	}
+	t.mu.Unlock()
+	k.giveBack(ctx, back)
+	if err != nil {
+		return turn[permitGrant]{}, o.wrap(err)
+	}
+	if i := slices.Index(u.ws, w); i >= 0 && i < served {
+		return turn[permitGrant]{got: permitGrant{sent: u.sent}, done: true}, nil
+	}
+	return turn[permitGrant]{sleep: 0}, nil
+}
+
+// leavePermits takes w out of q as it gives up with err; a round trip that
+// served it meanwhile makes it return that grant instead. The last waiter of
+// a queue with an unsure round trip settles it, or nobody would.
+func (c *Client) leavePermits(ctx context.Context, k permitKind, q *permitQueue, w *permitWaiter, err error) (permitGrant, error) {
+	t := &c.permitQs
+	t.mu.Lock()
+	served := q.leave(w)
+	orphan := q.unsure != nil && len(q.waiters) == 0 && q.serving == nil
+	sub := t.forget(q)
+	t.mu.Unlock()
+	if sub != nil {
+		sub.Close()
+	}
+	if served {
+		return <-w.grant, nil
+	}
+	if orphan {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.latchTTL.Duration())
+		_, _ = c.settle(sctx, &syncObject{c: c, name: q.name}, k, q, nil)
+		cancel()
+		t.locked(func() {
+			if s := t.forget(q); s != nil {
+				s.Close()
+			}
+		})
+	}
+	return permitGrant{}, err
+}
+
+// listenPermits returns q's subscription to the semaphore's channel, making
+// it if the head is the first to need it.
+func (c *Client) listenPermits(ctx context.Context, o *syncObject, q *permitQueue, channel string) (waker, error) {
+	t := &c.permitQs
+	t.mu.Lock()
+	s := q.sub
+	t.mu.Unlock()
+	if s != nil {
+		return s, nil
+	}
+	s, err := c.listen(ctx, channel, semaphoreWake)
+	if err != nil {
+		return nil, o.wrap(err)
+	}
+	t.mu.Lock()
+	use := q.sub
+	if use == nil && t.m[q.name] == q {
+		q.sub, use = s, s
+	}
+	t.mu.Unlock()
+	if use != s {
+		s.Close()
+	}
+	if use == nil {
+		return s, nil // q is gone: it cannot be, while its head listens
+	}
+	return use, nil
+}
+
+// handOff runs release, a round trip of this client that gives permits of
+// the semaphore o back, handing them to the front waiters of its queue when
+// no other round trip serves them: release gets them (nil: none), whether to
+// serve them only if no other client listens, and its request, and returns
+// how many it served.
+func (c *Client) handOff(ctx context.Context, o *syncObject, k permitKind,
+	release func(ws []*permitWaiter, onlyIfAlone bool, req lua.Request) (int, error)) error {
+	t := &c.permitQs
+	t.mu.Lock()
+	q := t.m[o.name]
+	var ws []*permitWaiter
+	alone := false
+	if q != nil {
+		ws, alone = q.choose(), q.pace.onlyIfAlone()
+	}
+	t.mu.Unlock()
+	sent, req := time.Now(), o.request()
+	served, err := release(ws, alone, req)
+	if q == nil {
+		return err
+	}
+	t.mu.Lock()
+	var back []*permitWaiter
+	switch {
+	case ws != nil && err != nil && k.recorded():
+		q.failed(req, 1, sent)
+	case ws != nil:
+		back = q.served(served, sent, nil)
+	}
+	if served > 0 {
+		q.pace.handedOff()
+		q.pace.acquired()
+	} else if len(q.waiters) > 0 {
+		q.pace.published(true) // its message wakes this client's head too
+	}
+	sub := t.forget(q)
+	t.mu.Unlock()
+	if sub != nil {
+		sub.Close()
+	}
+	k.giveBack(ctx, back)
+	return err
+}
+
+// locked runs f with t.mu held.
+func (t *permitTable) locked(f func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f()
+}
