@@ -108,12 +108,12 @@ func TestPermitAcquireReplay(t *testing.T) {
 
 	// Live: the first execution's expiry, nothing taken twice.
 	require.NoError(t, rdb.Set(ctx, name, 2, 0).Err())
-	first, err := p.Acquire(ctx, rdb, []string{ours}, now+60_000, now, lua.Publish)
+	first, err := p.Acquire(ctx, rdb, now, lua.Publish, lua.PermitWaiter{IDs: []string{ours}, Expiry: now+60_000})
 	require.NoError(t, err)
-	require.Equal(t, lua.PermitTry{Acquired: true, Expiry: now + 60_000}, first)
-	again, err := p.Acquire(ctx, rdb, []string{ours}, now+90_000, now+1, lua.Publish)
+	require.Equal(t, lua.PermitTry{Served: 1, Expiry: now + 60_000}, first)
+	again, err := p.Acquire(ctx, rdb, now+1, lua.Publish, lua.PermitWaiter{IDs: []string{ours}, Expiry: now+90_000})
 	require.NoError(t, err)
-	require.Equal(t, lua.PermitTry{Acquired: true, Expiry: now + 60_000}, again, "a live replay answers the expiry Redis holds")
+	require.Equal(t, lua.PermitTry{Served: 1, Expiry: now + 60_000}, again, "a live replay answers the expiry Redis holds")
 	n, zs := state()
 	require.EqualValues(t, 1, n)
 	require.Equal(t, map[string]float64{ours: float64(now + 60_000)}, zs)
@@ -122,9 +122,9 @@ func TestPermitAcquireReplay(t *testing.T) {
 	// older expired permit instead of ours: ours is taken again, counted once.
 	require.NoError(t, rdb.ZAdd(ctx, z, redis.Z{Score: float64(now - 2000), Member: other}, redis.Z{Score: float64(now - 1000), Member: ours}).Err())
 	require.NoError(t, rdb.Set(ctx, name, 0, 0).Err()) // total 2: both permits out, both expired
-	fresh, err := p.Acquire(ctx, rdb, []string{ours}, now+30_000, now, lua.Publish)
+	fresh, err := p.Acquire(ctx, rdb, now, lua.Publish, lua.PermitWaiter{IDs: []string{ours}, Expiry: now+30_000})
 	require.NoError(t, err)
-	require.Equal(t, lua.PermitTry{Acquired: true, Expiry: now + 30_000}, fresh, "an expired replay is a fresh acquisition")
+	require.Equal(t, lua.PermitTry{Served: 1, Expiry: now + 30_000}, fresh, "an expired replay is a fresh acquisition")
 	n, zs = state()
 	require.EqualValues(t, 1, n, "the other expired permit went back to the pool; ours was not taken from it twice")
 	require.Equal(t, map[string]float64{ours: float64(now + 30_000)}, zs)

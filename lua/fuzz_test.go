@@ -741,17 +741,17 @@ func replyDecoders() []decoder {
 			}},
 		decoder{"Permit.Acquire",
 			func(ctx context.Context, rdb *redis.Client) (any, error) {
-				return permit.Acquire(ctx, rdb, ids, NoExpiry, 1, Publish)
+				return permit.Acquire(ctx, rdb, 1, Publish, PermitWaiter{IDs: ids, Expiry: NoExpiry})
 			},
 			func(rs []reply) outcome {
 				r := effective(rs)
 				if errors.Is(r.err, redis.Nil) {
 					return outcome{val: PermitTry{}}
 				}
-				s, _ := r.val.(string)
-				if s == "OK" && r.err == nil {
-					return outcome{val: PermitTry{Acquired: true, Expiry: NoExpiry}}
+				if n, ok := r.val.(int64); ok && r.err == nil {
+					return outcome{val: PermitTry{Served: int(n), Expiry: NoExpiry}}
 				}
+				s, _ := r.val.(string)
 				if s == "absent" && r.err == nil {
 					return outcome{val: PermitTry{Absent: true}}
 				}
@@ -765,7 +765,7 @@ func replyDecoders() []decoder {
 							return outcome{unspecified: true} // the conversion is the platform's
 						}
 						if prefix == "=" {
-							return outcome{val: PermitTry{Acquired: true, Expiry: int64(x)}}
+							return outcome{val: PermitTry{Served: 1, Expiry: int64(x)}}
 						}
 						return outcome{val: PermitTry{NextExpiry: int64(x)}}
 					}
@@ -799,12 +799,6 @@ func replyDecoders() []decoder {
 		run  func(ctx context.Context, rdb *redis.Client) (any, error)
 		f    func(int64) any
 	}{
-		{"Permit.Release", func(ctx context.Context, rdb *redis.Client) (any, error) {
-			return permit.Release(ctx, rdb, ids[0], 1, Publish, req)
-		}, self},
-		{"Permit.ReleaseAll", func(ctx context.Context, rdb *redis.Client) (any, error) {
-			return permit.ReleaseAll(ctx, rdb, ids, 1, Publish, req)
-		}, self},
 		{"Permit.Count", func(ctx context.Context, rdb *redis.Client) (any, error) {
 			return permit.Count(ctx, rdb, CountTotal, 1, Publish)
 		}, self},
@@ -847,5 +841,44 @@ func replyDecoders() []decoder {
 	for _, e := range evals {
 		ds = append(ds, decoder{e.name, e.run, intReply(first, e.f)})
 	}
+	ds = append(ds,
+		decoder{"Permit.Release", func(ctx context.Context, rdb *redis.Client) (any, error) {
+			o, n, err := permit.Release(ctx, rdb, ids[0], 1, Publish, req, false)
+			return outcomeServedReply{o, n}, err
+		}, outcomeServedOf},
+		decoder{"Permit.ReleaseAll", func(ctx context.Context, rdb *redis.Client) (any, error) {
+			r, n, err := permit.ReleaseAll(ctx, rdb, ids, 1, Publish, req, false)
+			return outcomeServedReply{r, n}, err
+		}, outcomeServedOf})
 	return ds
+}
+
+// outcomeServedReply is what a permit release decodes: its outcome and the
+// waiters it served.
+type outcomeServedReply struct {
+	outcome int64
+	served  int
+}
+
+// outcomeServedOf is the outcome of a permit release's replies: an integer
+// (a second execution's, or an outcome that ended the script first), or the
+// pair {outcome, waiters served} of integers.
+func outcomeServedOf(rs []reply) outcome {
+	r := effective(rs)
+	if r.err != nil {
+		return outcome{err: r.err}
+	}
+	switch v := r.val.(type) {
+	case int64:
+		return outcome{val: outcomeServedReply{v, 0}}
+	case []any:
+		if len(v) == 2 {
+			o, ok1 := v[0].(int64)
+			n, ok2 := v[1].(int64)
+			if ok1 && ok2 {
+				return outcome{val: outcomeServedReply{o, int(n)}}
+			}
+		}
+	}
+	return outcome{bad: true}
 }

@@ -81,44 +81,70 @@ func (p Permit) args(n int, more ...string) []any {
 
 // PermitTry is what an acquisition attempt read.
 type PermitTry struct {
-	Acquired bool
-	// Expiry, when acquired, is the expiry Redis holds for the ids (epoch ms,
-	// the writer's clock): the one this attempt sent, or for a second
+	// Served is the number of waiters served, from the first: 0 when the
+	// first did not get its permits.
+	Served int
+	// Expiry, when the first waiter was served, is the expiry Redis holds for
+	// its ids (epoch ms, the writer's clock): the one sent, or for a second
 	// execution that found them still live, the first execution's.
 	Expiry int64
-	// NextExpiry, when not acquired, is the earliest expiry of a permit with a
-	// lease (epoch ms, the writer's clock): the semaphore may have permits to
-	// give then, with no message. 0: no permit has a lease.
+	// NextExpiry, when none was served, is the earliest expiry of a permit
+	// with a lease (epoch ms, the writer's clock): the semaphore may have
+	// permits to give then, with no message. 0: no permit has a lease.
 	NextExpiry int64
-	// Absent, when not acquired, says the semaphore does not exist.
+	// Absent, when none was served, says the semaphore does not exist.
 	Absent bool
 }
 
-// Acquire takes len(ids) permits with the ids (raw, NewPermitID), expiring at
-// expiry (epoch ms, or NoExpiry), after reclaiming up to that many expired
-// permits (Redisson's tryAcquire). now is the caller's clock in epoch ms. A
-// second execution with the same ids answers Acquired, with the expiry the
-// first one set, only while that expiry is after now and after the server's
-// clock; ids of an earlier execution that expired are acquired afresh, never
-// granted as they are.
-func (p Permit) Acquire(ctx context.Context, rdb Processor, ids []string, expiry, now int64, publish string) (PermitTry, error) {
-	args := append(p.args(4+len(ids)), len(ids), expiry, now, publish)
-	for _, id := range ids {
-		args = append(args, id)
+// PermitWaiter is a waiter an acquisition or a release serves: its permits'
+// ids (raw, NewPermitID) and their expiry (epoch ms, or NoExpiry).
+type PermitWaiter struct {
+	IDs    []string
+	Expiry int64
+}
+
+// appendWaiters appends the script arguments of ws (sync.lua's serve).
+func appendWaiters(args []any, ws []PermitWaiter) []any {
+	for _, w := range ws {
+		args = append(args, len(w.IDs), w.Expiry)
+		for _, id := range w.IDs {
+			args = append(args, id)
+		}
 	}
-	v, err := permitAcquire.run(ctx, rdb, args)
+	return args
+}
+
+// waiterArgs counts the arguments of ws.
+func waiterArgs(ws []PermitWaiter) int {
+	n := 0
+	for _, w := range ws {
+		n += 2 + len(w.IDs)
+	}
+	return n
+}
+
+// Acquire takes permits for the waiters ws, the caller first, in their order
+// while the permits cover the next one, after reclaiming up to the first
+// one's count of expired permits (Redisson's tryAcquire). now is the
+// caller's clock in epoch ms. A second execution with the first waiter's ids
+// answers it served, with the expiry the first one set, only while that
+// expiry is after now and after the server's clock; ids of an earlier
+// execution that expired are acquired afresh, never granted as they are.
+func (p Permit) Acquire(ctx context.Context, rdb Processor, now int64, publish string, ws ...PermitWaiter) (PermitTry, error) {
+	args := append(p.args(2+waiterArgs(ws)), now, publish)
+	v, err := permitAcquire.run(ctx, rdb, appendWaiters(args, ws))
 	if errors.Is(err, redis.Nil) {
 		return PermitTry{}, nil
 	}
 	if err != nil {
 		return PermitTry{}, err
 	}
-	s, _ := v.(string)
-	if s == "OK" {
-		return PermitTry{Acquired: true, Expiry: expiry}, nil
+	if n, ok := v.(int64); ok && len(ws) > 0 {
+		return PermitTry{Served: int(n), Expiry: ws[0].Expiry}, nil
 	}
+	s, _ := v.(string)
 	if held, ok := scoreAfter(s, "="); ok {
-		return PermitTry{Acquired: true, Expiry: held}, nil
+		return PermitTry{Served: 1, Expiry: held}, nil
 	}
 	if next, ok := scoreAfter(s, ":"); ok {
 		return PermitTry{NextExpiry: next}, nil
@@ -146,23 +172,46 @@ const (
 	PermitReleased = 1  // a live permit, returned to the pool
 )
 
-// Release gives back the permit id (Redisson's tryRelease(id), no reclaim) and
-// publishes the new available count; it returns PermitUnknown, PermitExpired
-// or PermitReleased.
-func (p Permit) Release(ctx context.Context, rdb Processor, id string, now int64, publish string, req Request) (int64, error) {
-	args := append(p.args(4, req.Key), id, now, publish, req.TTL.arg())
-	return asInt(permitRelease.run(ctx, rdb, args))
+// Release gives back the permit id (Redisson's tryRelease(id), no reclaim),
+// serves the waiters ws of the releasing client from it (when onlyIfAlone,
+// only if no other client listens on the channel), and publishes the
+// available count left; it returns PermitUnknown, PermitExpired or
+// PermitReleased, and the number of waiters served.
+func (p Permit) Release(ctx context.Context, rdb Processor, id string, now int64, publish string, req Request,
+	onlyIfAlone bool, ws ...PermitWaiter) (int64, int, error) {
+	args := append(p.args(5+waiterArgs(ws), req.Key), id, now, publish, req.TTL.arg(), flag(onlyIfAlone))
+	return outcomeServed(permitRelease.run(ctx, rdb, appendWaiters(args, ws)))
 }
 
 // ReleaseAll gives back every id or none (Redisson's tryRelease(ids) since
-// 3.41.0): 0 when one is unknown or expired, else how many were removed, after
-// reclaiming every expired permit; it publishes that number.
-func (p Permit) ReleaseAll(ctx context.Context, rdb Processor, ids []string, now int64, publish string, req Request) (int64, error) {
-	args := append(p.args(3+len(ids), req.Key), now, publish, req.TTL.arg())
+// 3.41.0): 0 when one is unknown or expired, else how many were removed,
+// after reclaiming every expired permit; it serves the waiters ws as Release
+// does and publishes the number left to the pool.
+func (p Permit) ReleaseAll(ctx context.Context, rdb Processor, ids []string, now int64, publish string, req Request,
+	onlyIfAlone bool, ws ...PermitWaiter) (int64, int, error) {
+	args := append(p.args(5+len(ids)+waiterArgs(ws), req.Key), now, publish, req.TTL.arg(), len(ids), flag(onlyIfAlone))
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	return asInt(permitReleaseAll.run(ctx, rdb, args))
+	return outcomeServed(permitReleaseAll.run(ctx, rdb, appendWaiters(args, ws)))
+}
+
+// outcomeServed reads a release's reply: {outcome, waiters served} from a
+// first execution, the outcome alone from a second one (or when the outcome
+// ends the script before any serving).
+func outcomeServed(v any, err error) (int64, int, error) {
+	if err != nil {
+		return 0, 0, err
+	}
+	if a, ok := v.([]any); ok && len(a) == 2 {
+		o, ok1 := a[0].(int64)
+		n, ok2 := a[1].(int64)
+		if ok1 && ok2 {
+			return o, int(n), nil
+		}
+	}
+	o, err := asInt(v, nil)
+	return o, 0, err
 }
 
 // What Permit.Count reads.

@@ -9,22 +9,34 @@
 -- ARGV[1]  now: the caller's clock, epoch ms
 -- ARGV[2]  publish command
 -- ARGV[3]  request key time to live in ms
--- ARGV[4..] the ids, 16 raw bytes each
+-- ARGV[4]  k, the number of ids
+-- ARGV[5]  '1': serve the waiters only if no other client listens on KEYS[3]
+-- ARGV[6..5+k] the ids, 16 raw bytes each
+-- ARGV[6+k..] waiters of the releasing client to serve (serve, permit layout)
 --
 -- If any id is not in Z or has expired (score <= now), returns 0 and changes
--- nothing. Else reclaims every expired permit, removes the ids, adds their
--- number r to N, publishes r (the delta, as Redisson does) and returns r.
+-- nothing. Else reclaims every expired permit, removes the ids, serves the
+-- waiters from their number r, adds to N what is left of r and publishes it
+-- (the delta, as Redisson does; nothing when waiters were served and none is
+-- left). The first execution answers {r, waiters served}; a second one, from
+-- the record, r alone (the waiters' ids in Z are their record).
 return counted(KEYS[4], KEYS[1], function()
-  local now = tonumber(ARGV[1])
-  for i = 4, #ARGV do
+  local now, k = tonumber(ARGV[1]), tonumber(ARGV[4])
+  for i = 6, 5 + k do
     local score = redis.call('zscore', KEYS[2], ARGV[i])
     if not score or tonumber(score) <= now then
       return 0
     end
   end
   reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[1], nil, ARGV[2])
-  local r = redis.call('zrem', KEYS[2], unpack(ARGV, 4))
-  redis.call('incrby', KEYS[1], r)
-  redis.call(ARGV[2], KEYS[3], r)
-  return record(KEYS[4], ARGV[3], r)
+  local r = redis.call('zrem', KEYS[2], unpack(ARGV, 6, 5 + k))
+  local served, taken = 0, 0
+  if #ARGV >= 6 + k and (ARGV[5] ~= '1' or redis.call('pubsub', 'numsub', KEYS[3])[2] <= 1) then
+    served, taken = serve(KEYS[2], (counter(KEYS[1]) or 0) + r, 6 + k)
+  end
+  redis.call('incrby', KEYS[1], r - taken)
+  if served == 0 or r > taken then
+    redis.call(ARGV[2], KEYS[3], r - taken)
+  end
+  return {record(KEYS[4], ARGV[3], r), served}
 end)

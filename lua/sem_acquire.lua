@@ -13,9 +13,10 @@ return counted(KEYS[2], KEYS[1], function(v)
   if v == nil then
     return -1
   end
-  local served = serve(KEYS[1], nil, v, 2)
+  local served, taken = serve(nil, v, 2)
   if served == 0 then
     return 0
   end
+  redis.call('decrby', KEYS[1], taken)
   return record(KEYS[2], ARGV[1], served)
 end)

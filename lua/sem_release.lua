@@ -14,18 +14,23 @@
 -- ARGV[6..] the counts of the releasing client's waiters to serve (serve)
 --
 -- Returns 0 when ARGV[4] is '1' and N is absent (nothing changes); else
--- 1 + the number of waiters served, after INCRBY n, serving, and publishing
--- on KEYS[2] the count N holds then (Redisson publishes the new count: the
--- permits handed over are no longer in it).
+-- 1 + the number of waiters served, after adding to N the n permits less
+-- those served, and publishing on KEYS[2] the count N holds then, as
+-- Redisson publishes the new count: the permits handed over are not in it.
+-- A release that served waiters and left no permit publishes nothing: its
+-- message would wake nobody.
 return counted(KEYS[3], KEYS[1], function(v)
   if v == nil and ARGV[4] == '1' then
     return 0
   end
-  local left = redis.call('incrby', KEYS[1], ARGV[1])
-  local served = 0
+  local n = tonumber(ARGV[1])
+  local served, taken = 0, 0
   if #ARGV >= 6 and (ARGV[5] ~= '1' or redis.call('pubsub', 'numsub', KEYS[2])[2] <= 1) then
-    served, left = serve(KEYS[1], nil, left, 6)
+    served, taken = serve(nil, (v or 0) + n, 6)
   end
-  redis.call(ARGV[2], KEYS[2], left)
+  local left = redis.call('incrby', KEYS[1], n - taken)
+  if served == 0 or left > 0 then
+    redis.call(ARGV[2], KEYS[2], left)
+  end
   return record(KEYS[3], ARGV[3], 1 + served)
 end)

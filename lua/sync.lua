@@ -72,15 +72,15 @@ local function counted(req, key, body)
   return body(v)
 end
 
--- serve(n, z, v, i) gives the permits of n, v of them available, to waiters
--- of one client listed in ARGV from index i, in their order, while v covers
--- the next one's count (a waiter that does not fit holds back those behind
--- it). For a semaphore (z nil) each waiter is its count; for a
--- permit-expirable semaphore it is its count, its permits' expiry, then their
--- ids, added to z. It takes from n what it gave (an id z has already, from an
--- earlier execution of the same call, is not taken twice) and returns the
--- number of waiters served and the permits left.
-local function serve(n, z, v, i)
+-- serve(z, v, i) serves, from v available permits, waiters of one client
+-- listed in ARGV from index i, in their order, while v covers the next one's
+-- count (a waiter that does not fit holds back those behind it). For a
+-- semaphore (z nil) each waiter is its count; for a permit-expirable
+-- semaphore it is its count, its permits' expiry, then their ids, added to z.
+-- It returns the number of waiters served and the permits they took (an id z
+-- has already, from an earlier execution of the same call, is not taken
+-- twice); the caller takes them from the available count.
+local function serve(z, v, i)
   local served, taken = 0, 0
   while i <= #ARGV do
     local want = tonumber(ARGV[i])
@@ -98,8 +98,5 @@ local function serve(n, z, v, i)
     end
     served = served + 1
   end
-  if taken > 0 then
-    redis.call('decrby', n, taken)
-  end
-  return served, v - taken
+  return served, taken
 end

@@ -1,6 +1,7 @@
 package rlock
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"fmt"
@@ -140,49 +141,98 @@ func (s *ExpirableSemaphore) acquire(ctx context.Context, n int64, o permitOptio
 	for i := range ids {
 		ids[i] = lua.NewPermitID()
 	}
-	var absent bool // the last attempt found no semaphore
-	attempt := func(ctx context.Context) (turn[*Permits], error) {
-		var p *Permits
-		var sleep time.Duration
-		var err error
-		p, sleep, absent, err = s.attempt(ctx, ids, o.lease)
-		return turn[*Permits]{got: p, done: p != nil || !wait || err != nil, sleep: sleep, timer: observe.CauseLeaseExpiry}, err
+	c := s.o.c
+	if !wait || !c.permitQs.queued(s.o.name) {
+		p, absent, err := s.attempt(ctx, ids, o.lease)
+		switch {
+		case err != nil || p != nil:
+			return p, err
+		case !wait:
+			return nil, notAvailable(s.o.name, n, absent)
+		}
 	}
 	var deadline time.Time
 	if o.wait > 0 {
 		deadline = time.Now().Add(o.wait)
 	}
-	w := syncWait[*Permits]{channel: s.keys.Channel(), wake: semaphoreWake, deadline: deadline, acquiring: true, attempt: attempt}
-	p, err := w.run(ctx, &s.o)
-	if err == nil && p == nil {
-		err = notAvailable(s.o.name, n, absent)
+	ctx, stop := c.waitContext(ctx, deadline)
+	defer stop()
+	for {
+		w := newPermitWaiter(n)
+		w.ids, w.lease = ids, o.lease
+		g, err := c.waitPermits(ctx, &s.o, expirableKind{s}, w, s.keys.Channel())
+		if err != nil && ctx.Err() != nil {
+			return nil, waitEnded(ctx, s.o.name, true)
+		} else if err != nil {
+			return nil, err
+		}
+		life := s.life(o.lease)
+		expiry := cmp.Or(g.expiry, g.sent.UnixMilli()+life.Milliseconds())
+		if p, _, err := s.grant(ctx, ids, g.sent, o.lease, permitDeadline(g.sent, expiry, life)); p != nil || err != nil {
+			return p, err
+		}
+		// The reply came after the permits' lease: grant gave them back. Wait on.
 	}
-	return p, err
 }
 
-// attempt tries once to take the permits ids: the handle, or how long to sleep
-// at most (until the earliest lease expiry it read; -1: none) and whether the
+// life is the lease of permits taken with lease: it, or the watchdog's.
+func (s *ExpirableSemaphore) life(lease time.Duration) time.Duration {
+	if lease == 0 {
+		return s.o.c.watched.Duration()
+	}
+	return lease
+}
+
+// attempt tries once to take the permits ids: the handle, or whether the
 // semaphore exists.
-func (s *ExpirableSemaphore) attempt(ctx context.Context, ids []string, lease time.Duration) (*Permits, time.Duration, bool, error) {
+func (s *ExpirableSemaphore) attempt(ctx context.Context, ids []string, lease time.Duration) (*Permits, bool, error) {
 	c := s.o.c
 	sent := time.Now()
-	now := sent.UnixMilli()
-	life := lease
-	if life == 0 {
-		life = c.watched.Duration()
-	}
-	try, err := s.keys.Acquire(ctx, c.rdb, ids, now+life.Milliseconds(), now, c.publishCommand(ctx))
+	now, life := sent.UnixMilli(), s.life(lease)
+	try, err := s.keys.Acquire(ctx, c.rdb, now, c.publishCommand(ctx), lua.PermitWaiter{IDs: ids, Expiry: now + life.Milliseconds()})
 	switch {
 	case err != nil:
-		return nil, 0, false, s.o.wrap(err)
-	case try.Acquired:
-		p, sleep, err := s.grant(ctx, ids, sent, lease, permitDeadline(sent, try.Expiry, life))
-		return p, sleep, false, err
-	case try.NextExpiry > 0:
-		return nil, max(time.Duration(try.NextExpiry-now)*time.Millisecond, time.Millisecond), false, nil
+		return nil, false, s.o.wrap(err)
+	case try.Served > 0:
+		p, _, err := s.grant(ctx, ids, sent, lease, permitDeadline(sent, try.Expiry, life))
+		return p, false, err
 	}
-	return nil, -1, try.Absent, nil
+	return nil, try.Absent, nil
 }
+
+// expirableKind is an ExpirableSemaphore's side of its queue (permitKind).
+type expirableKind struct{ s *ExpirableSemaphore }
+
+func (k expirableKind) attempt(ctx context.Context, sent time.Time, _ lua.Request, ws []*permitWaiter) (permitTry, error) {
+	c, now := k.s.o.c, sent.UnixMilli()
+	try, err := k.s.keys.Acquire(ctx, c.rdb, now, c.publishCommand(ctx), k.waiters(now, ws)...)
+	if err != nil || try.Served > 0 {
+		return permitTry{served: try.Served, expiry: try.Expiry}, err
+	}
+	sleep := time.Duration(-1)
+	if try.NextExpiry > 0 {
+		sleep = max(time.Duration(try.NextExpiry-now)*time.Millisecond, time.Millisecond)
+	}
+	return permitTry{sleep: sleep, absent: try.Absent}, nil
+}
+
+// waiters returns what the scripts serve of ws at now, epoch ms: their ids,
+// expiring after their lease.
+func (k expirableKind) waiters(now int64, ws []*permitWaiter) []lua.PermitWaiter {
+	out := make([]lua.PermitWaiter, len(ws))
+	for i, w := range ws {
+		out[i] = lua.PermitWaiter{IDs: w.ids, Expiry: now + k.s.life(w.lease).Milliseconds()}
+	}
+	return out
+}
+
+func (k expirableKind) giveBack(ctx context.Context, ws []*permitWaiter) {
+	for _, w := range ws {
+		_ = k.s.release(ctx, w.ids, nil)
+	}
+}
+
+func (expirableKind) recorded() bool { return false }
 
 // Release gives back the permits ids (32 hex digits each, either case), all
 // or none, and publishes what Redisson publishes, waking waiters. One id is
@@ -218,24 +268,25 @@ func (s *ExpirableSemaphore) release(ctx context.Context, raw, shown []string) e
 	c := s.o.c
 	ctx, cancel := c.releaseContext(ctx)
 	defer cancel()
-	now, publish, req := time.Now().UnixMilli(), c.publishCommand(ctx), s.o.request()
-	if len(raw) == 1 {
-		r, err := s.keys.Release(ctx, c.rdb, raw[0], now, publish, req)
-		switch {
-		case err != nil:
-			return s.o.wrap(err)
-		case r == lua.PermitExpired:
-			return fmt.Errorf("%w: semaphore %s: permit %s had expired (it went back to the pool)", ErrNoSuchPermit, quote(s.o.name), shownIDs(raw, shown)[0])
-		case r == lua.PermitUnknown:
-			return fmt.Errorf("%w: semaphore %s: permit %s was released, reclaimed or never acquired", ErrNoSuchPermit, quote(s.o.name), shownIDs(raw, shown)[0])
+	var r int64
+	err := c.handOff(ctx, &s.o, expirableKind{s}, int64(len(raw)), func(ws []*permitWaiter, alone bool, req lua.Request) (served int, err error) {
+		now := time.Now().UnixMilli()
+		publish, serve := c.publishCommand(ctx), expirableKind{s}.waiters(now, ws)
+		if len(raw) == 1 {
+			r, served, err = s.keys.Release(ctx, c.rdb, raw[0], now, publish, req, alone, serve...)
+		} else {
+			r, served, err = s.keys.ReleaseAll(ctx, c.rdb, raw, now, publish, req, alone, serve...)
 		}
-		return nil
-	}
-	r, err := s.keys.ReleaseAll(ctx, c.rdb, raw, now, publish, req)
-	if err != nil {
+		return served, err
+	})
+	switch {
+	case err != nil:
 		return s.o.wrap(err)
-	}
-	if r == 0 {
+	case len(raw) == 1 && r == lua.PermitExpired:
+		return fmt.Errorf("%w: semaphore %s: permit %s had expired (it went back to the pool)", ErrNoSuchPermit, quote(s.o.name), shownIDs(raw, shown)[0])
+	case len(raw) == 1 && r == lua.PermitUnknown:
+		return fmt.Errorf("%w: semaphore %s: permit %s was released, reclaimed or never acquired", ErrNoSuchPermit, quote(s.o.name), shownIDs(raw, shown)[0])
+	case len(raw) > 1 && r == 0:
 		return fmt.Errorf("%w: semaphore %s: one of permits %v was released, expired or never acquired; none was released",
 			ErrNoSuchPermit, quote(s.o.name), shownIDs(raw, shown))
 	}

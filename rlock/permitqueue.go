@@ -11,26 +11,35 @@ import (
 // The semaphores' waits (Semaphore and ExpirableSemaphore alike) run on one
 // queue per client and semaphore, as the Mutex's do:
 //
-//   - Waiters queue in arrival order. Only the front one, the head, talks to
-//     Redis: woken by a message on the semaphore's channel (one token for the
-//     whole queue), it makes one attempt for as many waiters from the front
-//     as the permits cover (at most maxServed), and hands the others what it
-//     got. A waiter that wants more permits than there are holds back those
-//     behind it, as in golang.org/x/sync/semaphore.
+//   - Waiters queue in arrival order. Only the front one, the head, attempts:
+//     woken by a message on the semaphore's channel (one token for the whole
+//     queue), it makes one attempt for as many waiters from the front as the
+//     message announced permits (at most maxServed), and hands the others
+//     what it got. A waiter that wants more permits than there are holds back
+//     those behind it in the same round trip, as in golang.org/x/sync/semaphore.
 //   - A release of this client while waiters queue hands its permits to them
 //     in the release's own round trip and publishes only what is left; after
 //     maxHandOffs such releases in a row, only when no other client listens
 //     (pacing), so that other processes' waiters get their turn.
-//   - One attempt or hand-off is in flight at a time (serving). A waiter that
-//     gives up while one serves it is marked left: what it gets goes back.
-//     One whose outcome is unknown (a failed round trip) is settled by the
-//     head from the call's request record before anything else (unsure).
+//   - Each round trip serves waiters no other round trip in flight serves
+//     (flight); a release serves the first such waiters while the head's
+//     attempt is in flight for others. A waiter that gives up while one
+//     serves it is marked left: what it gets goes back. A round trip whose
+//     outcome is unknown (it failed) is settled by the head from the call's
+//     request record before anything else (unsure).
 //
 // This file holds the queue's state and its transitions, under
 // permitTable.mu; semwait.go does the round trips around them.
 
 // maxServed bounds the waiters one attempt or hand-off serves.
 const maxServed = 32
+
+// maxPermitHandOffs is how many releases in a row a client may hand to its own
+// waiters while other clients listen, before it publishes one for them (the
+// Mutex's maxHandOffs). A semaphore's permits are many and each release hands
+// over one of them: a longer streak keeps the other clients' share of the
+// permits while sparing the round trips of a race for each one.
+const maxPermitHandOffs = 8
 
 // permitTable is the client's permit queues, by semaphore name.
 type permitTable struct {
@@ -44,18 +53,18 @@ type permitQueue struct {
 	waiters []*permitWaiter // arrival order; waiters[0] is the head
 	sub     subscription    // the queue's share of the channel, once the head listens
 	pace    pacing
-	// serving: the waiters the attempt or hand-off in flight serves, a prefix
-	// of waiters in their order; nil when none is in flight.
-	serving []*permitWaiter
 	// attemptAt: the head attempts no sooner (pacing after a message).
 	attemptAt time.Time
-	// quiet: the last look found too few permits for the front waiter (or the
-	// queue's first waiter has just looked): the head waits for news (a
+	// quiet: the last look found too few permits for a waiter it served (or
+	// the queue's first waiter has just looked): the head waits for news (a
 	// message, its recheck) before it attempts.
 	quiet bool
-	// unsure: a serving round trip that failed, whose outcome the head reads
-	// from its request record before anything else; nil: none.
-	unsure *unsureServe
+	// announced: the permits the last message said were free (0: unknown),
+	// the budget of the head's next attempt (choose).
+	announced int64
+	// unsure: round trips that failed, whose outcome the head reads from
+	// their request's record before anything else.
+	unsure []*unsureServe
 }
 
 // unsureServe is a round trip that may have served waiters: its request,
@@ -74,7 +83,8 @@ type permitWaiter struct {
 	ids   []string      // an ExpirableSemaphore's: the permits' ids, raw
 	lease time.Duration // an ExpirableSemaphore's: the permits' lease, 0: the watchdog's
 	head  bool          // turn is closed
-	left  bool          // gave up while serving held it: what it gets goes back
+	fly   bool          // a round trip in flight, or an unsure one, serves it
+	left  bool          // gave up while fly: what it gets goes back
 	turn  chan struct{} // closed when the waiter becomes the head
 	wake  chan struct{} // the head should look again: what was in flight ended
 	grant chan permitGrant
@@ -133,25 +143,43 @@ func (q *permitQueue) promote(poke bool) {
 	}
 }
 
-// choose starts serving the front waiters and returns them (with the wants
-// the scripts take), or nil when a round trip already serves them or none
-// waits. t.mu must be held.
-func (q *permitQueue) choose() []*permitWaiter {
-	if q.serving != nil || q.unsure != nil || len(q.waiters) == 0 {
+// choose starts serving front waiters that no round trip serves yet, from
+// the head on (from, when set: the head attempts for itself first), as many
+// as budget permits cover (the first one whatever its count: the script sees
+// whether it fits) and at most maxServed, and returns them; nil when none
+// waits, the head is served already, or an unsure round trip is still to be
+// settled. t.mu must be held.
+func (q *permitQueue) choose(budget int64, from *permitWaiter) []*permitWaiter {
+	if len(q.unsure) > 0 || len(q.waiters) == 0 || from != nil && (q.waiters[0] != from || from.fly) {
 		return nil
 	}
-	q.serving = slices.Clone(q.waiters[:min(len(q.waiters), maxServed)])
-	return q.serving
+	var ws []*permitWaiter
+	for _, w := range q.waiters {
+		if len(ws) == maxServed || len(ws) > 0 && w.n > budget {
+			break
+		}
+		if !w.fly {
+			w.fly = true
+			ws = append(ws, w)
+			budget -= w.n
+		}
+	}
+	return ws
 }
 
-// served ends the round trip that served q.serving: its first k were served,
-// sent at sent. It delivers their grants, but to skip (the head whose own
-// round trip it was, which takes its own) and to those that left, which it
-// returns: their permits go back. The rest keep waiting; the head is told to
-// look again unless the round trip was its own. t.mu must be held.
-func (q *permitQueue) served(k int, sent time.Time, skip *permitWaiter) (giveBack []*permitWaiter) {
-	q.quiet = k < len(q.serving)
-	for i, w := range q.serving {
+// served ends the round trip that served ws: its first k were served, sent
+// at sent. It delivers their grants, but to skip (the head whose own round
+// trip it was, which takes its own) and to those that left, which it
+// returns: their permits go back. The rest keep waiting, for news: a waiter
+// not served found too few permits, a message follows (a release that did not
+// serve publishes what it left), or the round trip served all it was given
+// (what the message announced, a release's permits); only a full batch, all
+// served, lets the head attempt again at once. t.mu must be held.
+func (q *permitQueue) served(ws []*permitWaiter, k int, sent time.Time, skip *permitWaiter) (giveBack []*permitWaiter) {
+	// Only a full batch, all served, leaves permits possibly free for more.
+	q.quiet = k < len(ws) || len(ws) < maxServed
+	for i, w := range ws {
+		w.fly = false
 		switch {
 		case i < k && w.left:
 			giveBack = append(giveBack, w)
@@ -162,32 +190,32 @@ func (q *permitQueue) served(k int, sent time.Time, skip *permitWaiter) (giveBac
 		}
 		q.remove(w)
 	}
-	q.serving = nil
-	q.promote(skip == nil)
+	q.promote(false)
 	return giveBack
 }
 
-// failed ends a round trip that served q.serving with an unknown outcome: the
-// head reads it from the request's record (req, whose value less offset is
-// the number served) before it attempts again.
-func (q *permitQueue) failed(req lua.Request, offset int64, sent time.Time) {
-	q.unsure = &unsureServe{req: req, offset: offset, sent: sent, ws: q.serving}
-	q.serving = nil
+// failed ends a round trip that served ws with an unknown outcome: the head
+// reads it from the request's record (req, whose value less offset is the
+// number served) before it attempts again. t.mu must be held.
+func (q *permitQueue) failed(ws []*permitWaiter, req lua.Request, offset int64, sent time.Time) {
+	q.unsure = append(q.unsure, &unsureServe{req: req, offset: offset, sent: sent, ws: ws})
+	for _, w := range ws {
+		if w.left {
+			q.remove(w) // it stays in the unsure list, for the settling to give back
+		}
+	}
 	q.promote(true)
 }
 
 // leave takes w out of the queue as it gives up, and reports whether it was
 // served meanwhile (its grant is waiting on w.grant). A waiter that a round
-// trip in flight serves is marked left instead, and goes when that ends; one
-// an unsure round trip may have served is marked left too, for the settling
-// to give back what it got. t.mu must be held.
+// trip in flight, or an unsure one, serves is marked left instead: what ends
+// or settles that round trip takes it out, and gives back what it got. t.mu
+// must be held.
 func (q *permitQueue) leave(w *permitWaiter) (served bool) {
-	if slices.Contains(q.serving, w) {
-		w.left = true
+	if w.fly {
+		w.left = true // what serves it, or settles it, takes it out
 		return false
-	}
-	if q.unsure != nil && slices.Contains(q.unsure.ws, w) {
-		w.left = true // the settling serves it or not: either way it goes
 	}
 	if !slices.Contains(q.waiters, w) {
 		return true
@@ -204,10 +232,10 @@ func (q *permitQueue) remove(w *permitWaiter) {
 	}
 }
 
-// idle reports whether the queue may go: nobody waits, nothing is in flight
-// or unsure.
+// idle reports whether the queue may go: nobody waits (a waiter that left
+// stays while a round trip serves it) and nothing is unsure.
 func (q *permitQueue) idle() bool {
-	return len(q.waiters) == 0 && q.serving == nil && q.unsure == nil
+	return len(q.waiters) == 0 && len(q.unsure) == 0
 }
 
 // forget drops q once idle, and returns its subscription to close.

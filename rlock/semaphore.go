@@ -155,7 +155,7 @@ func (s *Semaphore) release(ctx context.Context, n int64, ifExists bool) (ok boo
 	c := s.o.c
 	ctx, cancel := c.releaseContext(ctx)
 	defer cancel()
-	err = c.handOff(ctx, &s.o, semaphoreKind{s}, func(ws []*permitWaiter, alone bool, req lua.Request) (int, error) {
+	err = c.handOff(ctx, &s.o, semaphoreKind{s}, n, func(ws []*permitWaiter, alone bool, req lua.Request) (int, error) {
 		var served int64
 		ok, served, err = lua.SemaphoreRelease(ctx, c.rdb, s.o.name, n, ifExists, c.publishCommand(ctx), req, alone, wants(ws)...)
 		return int(served), err

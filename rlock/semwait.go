@@ -1,12 +1,14 @@
 package rlock
 
 import (
+	"math"
 	"context"
 	"slices"
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
 	"github.com/holdfast-go/holdfast/observe"
+	"github.com/holdfast-go/holdfast/pubsub"
 )
 
 // The round trips of the semaphores' queues (permitqueue.go): the head's
@@ -88,7 +90,7 @@ func (c *Client) leadPermits(ctx context.Context, o *syncObject, k permitKind, q
 func (c *Client) permitStep(ctx context.Context, o *syncObject, k permitKind, q *permitQueue, w *permitWaiter) (turn[permitGrant], error) {
 	t := &c.permitQs
 	t.mu.Lock()
-	if q.unsure != nil {
+	if len(q.unsure) > 0 {
 		t.mu.Unlock()
 		return c.settle(ctx, o, k, q, w)
 	}
@@ -101,70 +103,82 @@ func (c *Client) permitStep(ctx context.Context, o *syncObject, k permitKind, q 
 		t.mu.Unlock()
 		return turn[permitGrant]{sleep: -1, idle: true}, nil
 	}
-	ws := q.choose()
+	budget := int64(math.MaxInt64)
+	if q.announced > 0 {
+		budget, q.announced = q.announced, 0
+	}
+	ws := q.choose(budget, w)
 	t.mu.Unlock()
 	if ws == nil {
-		return turn[permitGrant]{sleep: -1, idle: true}, nil // a hand-off in flight wakes w
+		return turn[permitGrant]{sleep: -1, idle: true}, nil // a release serves w: its grant comes
 	}
 	sent, req := time.Now(), o.request()
 	rctx, cancel := c.releaseContext(ctx) // the round trip serves others: ctx does not cut it short
 	r, err := k.attempt(rctx, sent, req, ws)
 	cancel()
 	t.mu.Lock()
-	var back []*permitWaiter
-	switch {
-	case err != nil && k.recorded():
-		q.failed(req, 0, sent)
-	case err == nil && r.served > 0:
+	back := c.ended(q, k, ws, r.served, err, req, 0, sent, w)
+	if err == nil && r.served > 0 {
 		q.pace.attemptWon()
 		q.pace.acquired()
-		fallthrough
-	default:
-		back = q.served(r.served, sent, w)
+	} else {
+		q.quiet = false // w stays the head: the sleep it returns is its news
 	}
-	t.mu.Unlock()
+	t.forgetLocked(q)
 	k.giveBack(ctx, back)
-	if err != nil {
+	switch {
+	case err != nil:
 		return turn[permitGrant]{}, o.wrap(err)
-	}
-	if r.served > 0 {
+	case r.served > 0:
 		return turn[permitGrant]{got: permitGrant{sent: sent, expiry: r.expiry}, done: true}, nil
 	}
 	return turn[permitGrant]{sleep: r.sleep, timer: observe.CauseLeaseExpiry}, nil
 }
 
-// settle reads the outcome of q's unsure round trip from its request's record
-// and serves by it; w, the head, may be one it served.
+// ended records the end of a round trip that served ws, sent at sent with
+// request req (offset: see unsureServe), by w (nil: a release): served of
+// them, or an unknown outcome (err) that the head settles later when k reads
+// it from the record. It returns the waiters whose permits go back. t.mu
+// must be held.
+func (c *Client) ended(q *permitQueue, k permitKind, ws []*permitWaiter, served int, err error,
+	req lua.Request, offset int64, sent time.Time, w *permitWaiter) []*permitWaiter {
+	if err != nil && k.recorded() {
+		q.failed(ws, req, offset, sent)
+		return nil
+	}
+	if err != nil {
+		served = 0
+	}
+	return q.served(ws, served, sent, w)
+}
+
+// settle reads the outcome of q's first unsure round trip from its request's
+// record and serves by it; w, the head (nil: none), may be one it served.
 func (c *Client) settle(ctx context.Context, o *syncObject, k permitKind, q *permitQueue, w *permitWaiter) (turn[permitGrant], error) {
 	t := &c.permitQs
 	t.mu.Lock()
-	u := q.unsure
-	if u == nil {
+	if len(q.unsure) == 0 {
 		t.mu.Unlock()
 		return turn[permitGrant]{idle: true}, nil
 	}
-	q.unsure, q.serving = nil, u.ws // in flight again: nobody else attempts
+	u := q.unsure[0]
+	q.unsure = q.unsure[1:] // its waiters fly still: nobody else serves them
 	t.mu.Unlock()
 	rctx, cancel := c.releaseContext(ctx)
 	v, ran, err := lua.Recorded(rctx, c.rdb, u.req)
 	cancel()
-	t.mu.Lock()
 	served := 0
 	if ran {
 		served = int(v - u.offset)
 	}
-	var back []*permitWaiter
-	if err != nil {
-		q.failed(u.req, u.offset, u.sent)
-	} else {
-		back = q.served(served, u.sent, w)
-	}
-	t.mu.Unlock()
+	t.mu.Lock()
+	back := c.ended(q, k, u.ws, served, err, u.req, u.offset, u.sent, w)
+	t.forgetLocked(q)
 	k.giveBack(ctx, back)
 	if err != nil {
 		return turn[permitGrant]{}, o.wrap(err)
 	}
-	if i := slices.Index(u.ws, w); i >= 0 && i < served {
+	if i := slices.Index(u.ws, w); w != nil && i >= 0 && i < served {
 		return turn[permitGrant]{got: permitGrant{sent: u.sent}, done: true}, nil
 	}
 	return turn[permitGrant]{sleep: 0}, nil
@@ -177,7 +191,7 @@ func (c *Client) leavePermits(ctx context.Context, k permitKind, q *permitQueue,
 	t := &c.permitQs
 	t.mu.Lock()
 	served := q.leave(w)
-	orphan := q.unsure != nil && len(q.waiters) == 0 && q.serving == nil
+	orphan := len(q.unsure) > 0 && len(q.waiters) == 0
 	sub := t.forget(q)
 	t.mu.Unlock()
 	if sub != nil {
@@ -190,11 +204,8 @@ func (c *Client) leavePermits(ctx context.Context, k permitKind, q *permitQueue,
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.latchTTL.Duration())
 		_, _ = c.settle(sctx, &syncObject{c: c, name: q.name}, k, q, nil)
 		cancel()
-		t.locked(func() {
-			if s := t.forget(q); s != nil {
-				s.Close()
-			}
-		})
+		t.mu.Lock()
+		t.forgetLocked(q)
 	}
 	return permitGrant{}, err
 }
@@ -209,7 +220,10 @@ func (c *Client) listenPermits(ctx context.Context, o *syncObject, q *permitQueu
 	if s != nil {
 		return s, nil
 	}
-	s, err := c.listen(ctx, channel, semaphoreWake)
+	s, err := c.listen(ctx, channel, semaphoreWake, pubsub.Heard(func(payload string) {
+		n := int64(semaphoreWake(payload))
+		t.locked(func() { q.announced = n })
+	}))
 	if err != nil {
 		return nil, o.wrap(err)
 	}
@@ -228,12 +242,12 @@ func (c *Client) listenPermits(ctx context.Context, o *syncObject, q *permitQueu
 	return use, nil
 }
 
-// handOff runs release, a round trip of this client that gives permits of
-// the semaphore o back, handing them to the front waiters of its queue when
-// no other round trip serves them: release gets them (nil: none), whether to
-// serve them only if no other client listens, and its request, and returns
-// how many it served.
-func (c *Client) handOff(ctx context.Context, o *syncObject, k permitKind,
+// handOff runs release, a round trip of this client that gives n permits of
+// the semaphore o back, handing them to the front waiters of its queue that
+// no other round trip serves, as many as n covers: release gets them (nil:
+// none), whether to serve them only if no other client listens, and its
+// request, and returns how many it served.
+func (c *Client) handOff(ctx context.Context, o *syncObject, k permitKind, n int64,
 	release func(ws []*permitWaiter, onlyIfAlone bool, req lua.Request) (int, error)) error {
 	t := &c.permitQs
 	t.mu.Lock()
@@ -241,7 +255,7 @@ func (c *Client) handOff(ctx context.Context, o *syncObject, k permitKind,
 	var ws []*permitWaiter
 	alone := false
 	if q != nil {
-		ws, alone = q.choose(), q.pace.onlyIfAlone()
+		ws, alone = q.choose(n, nil), q.pace.streak >= maxPermitHandOffs
 	}
 	t.mu.Unlock()
 	sent, req := time.Now(), o.request()
@@ -251,11 +265,8 @@ func (c *Client) handOff(ctx context.Context, o *syncObject, k permitKind,
 	}
 	t.mu.Lock()
 	var back []*permitWaiter
-	switch {
-	case ws != nil && err != nil && k.recorded():
-		q.failed(req, 1, sent)
-	case ws != nil:
-		back = q.served(served, sent, nil)
+	if ws != nil {
+		back = c.ended(q, k, ws, served, err, req, 1, sent, nil)
 	}
 	if served > 0 {
 		q.pace.handedOff()
@@ -263,13 +274,19 @@ func (c *Client) handOff(ctx context.Context, o *syncObject, k permitKind,
 	} else if len(q.waiters) > 0 {
 		q.pace.published(true) // its message wakes this client's head too
 	}
+	t.forgetLocked(q)
+	k.giveBack(ctx, back)
+	return err
+}
+
+// forgetLocked drops q once idle (permitTable.forget), and unlocks t.mu,
+// held by the caller, before it closes q's subscription.
+func (t *permitTable) forgetLocked(q *permitQueue) {
 	sub := t.forget(q)
 	t.mu.Unlock()
 	if sub != nil {
 		sub.Close()
 	}
-	k.giveBack(ctx, back)
-	return err
 }
 
 // locked runs f with t.mu held.
@@ -278,3 +295,4 @@ func (t *permitTable) locked(f func()) {
 	defer t.mu.Unlock()
 	f()
 }
+
