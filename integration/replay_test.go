@@ -108,10 +108,10 @@ func TestPermitAcquireReplay(t *testing.T) {
 
 	// Live: the first execution's expiry, nothing taken twice.
 	require.NoError(t, rdb.Set(ctx, name, 2, 0).Err())
-	first, err := p.Acquire(ctx, rdb, now, lua.Publish, lua.PermitWaiter{IDs: []string{ours}, Expiry: now+60_000})
+	first, err := p.Acquire(ctx, rdb, now, lua.Publish, lua.PermitWaiter{IDs: []string{ours}, Expiry: now + 60_000})
 	require.NoError(t, err)
 	require.Equal(t, lua.PermitTry{Served: 1, Expiry: now + 60_000}, first)
-	again, err := p.Acquire(ctx, rdb, now+1, lua.Publish, lua.PermitWaiter{IDs: []string{ours}, Expiry: now+90_000})
+	again, err := p.Acquire(ctx, rdb, now+1, lua.Publish, lua.PermitWaiter{IDs: []string{ours}, Expiry: now + 90_000})
 	require.NoError(t, err)
 	require.Equal(t, lua.PermitTry{Served: 1, Expiry: now + 60_000}, again, "a live replay answers the expiry Redis holds")
 	n, zs := state()
@@ -122,7 +122,7 @@ func TestPermitAcquireReplay(t *testing.T) {
 	// older expired permit instead of ours: ours is taken again, counted once.
 	require.NoError(t, rdb.ZAdd(ctx, z, redis.Z{Score: float64(now - 2000), Member: other}, redis.Z{Score: float64(now - 1000), Member: ours}).Err())
 	require.NoError(t, rdb.Set(ctx, name, 0, 0).Err()) // total 2: both permits out, both expired
-	fresh, err := p.Acquire(ctx, rdb, now, lua.Publish, lua.PermitWaiter{IDs: []string{ours}, Expiry: now+30_000})
+	fresh, err := p.Acquire(ctx, rdb, now, lua.Publish, lua.PermitWaiter{IDs: []string{ours}, Expiry: now + 30_000})
 	require.NoError(t, err)
 	require.Equal(t, lua.PermitTry{Served: 1, Expiry: now + 30_000}, fresh, "an expired replay is a fresh acquisition")
 	n, zs = state()

@@ -1,8 +1,8 @@
 package rlock
 
 import (
-	"math"
 	"context"
+	"math"
 	"slices"
 	"time"
 
@@ -295,4 +295,3 @@ func (t *permitTable) locked(f func()) {
 	defer t.mu.Unlock()
 	f()
 }
-
