@@ -808,3 +808,40 @@ func TestTrackingRenewalCosts(t *testing.T) {
 	require.InDelta(t, per[false][0], per[true][0], 1.5, "script calls per round: the renewals alone")
 	require.InDelta(t, per[false][1]+holds, per[true][1], 0.2*holds, "commands per round: one more read per hold")
 }
+
+// Short holds cost the tracker no look, and a hold its owner keeps changing
+// (reentrant acquisitions) no look per change: the server runs the cycles'
+// scripts and few others. Before, news of a key's change took the key's new
+// holds along to a look, which tracked the key again, so that a busy key
+// cost a look per hold (and a held key a look per reentrant acquisition).
+func TestTrackingBusyKeyCostsFewLooks(t *testing.T) {
+	const cycles = 400
+	srv := redistest.Start(t)
+	admin := srv.Client(t)
+	c := newClient(t, srv.Client(t))
+	ctx := testCtx(t, time.Minute)
+	name := redistest.Name(t)
+	held, err := c.NewMutex(name + ":held").Lock(rlock.WithOwner(ctx))
+	require.NoError(t, err)
+	owner := rlock.WithOwner(ctx)
+	reentrant, err := c.NewMutex(name + ":reentrant").Lock(owner)
+	require.NoError(t, err)
+	settle(t, c, admin) // both holds looked at: their keys are tracked
+	for _, tc := range []struct {
+		name string
+		m    *rlock.Mutex
+		ctx  context.Context
+	}{{"short holds", c.NewMutex(name), ctx}, {"reentrant", c.NewMutex(name + ":reentrant"), owner}} {
+		before := wdCommandStats(t, admin)["evalsha"]
+		for range cycles {
+			l, err := tc.m.TryLock(tc.ctx)
+			require.NoError(t, err)
+			require.NoError(t, l.Unlock(tc.ctx))
+		}
+		extra := wdCommandStats(t, admin)["evalsha"] - before - 2*cycles
+		t.Logf("%s: %d script calls besides the cycles' %d", tc.name, extra, 2*cycles)
+		require.Less(t, extra, int64(cycles/4), "%s: looks per cycle", tc.name)
+	}
+	require.NoError(t, reentrant.Unlock(owner))
+	require.NoError(t, held.Unlock(ctx))
+}

@@ -116,6 +116,8 @@ type Hold struct {
 	stopped     bool      // Stop was called
 	cut         bool      // due was brought forward by what Redis said (see apply)
 	releasing   bool      // a release is in flight: the tracker does not look at it
+	fresh       bool      // the tracker has yet to look at it as a new hold (guarded by the tracker's mu)
+	freshAt     time.Time // when it became one
 }
 
 // New starts a watchdog that renews through rdb.
@@ -191,7 +193,9 @@ func (w *Watchdog) Holds(r lua.Renewal) []*Hold {
 }
 
 // Update changes a hold after its lease was set again (a reentrant acquire or a
-// partial release of a lock): its new deadline and whether it is renewed.
+// partial release of a lock): its new deadline and whether it is renewed. With
+// tracking, the hold is looked at again as a new one: its owner's change of the
+// key ended the key's tracking.
 func (h *Hold) Update(deadline time.Time, renew bool) {
 	w := h.w
 	w.mu.Lock()
@@ -208,6 +212,9 @@ func (h *Hold) Update(deadline time.Time, renew bool) {
 		delete(w.renewed, h)
 	}
 	w.wakeBy(deadline)
+	if w.trk != nil {
+		w.trk.added(h)
+	}
 }
 
 // SetDeadline records that the hold's lease was set from outside the watchdog
@@ -323,6 +330,9 @@ func (w *Watchdog) remove(h *Hold) {
 	}
 	heap.Remove(&w.deadline, h.index)
 	h.index = -1
+	if w.trk != nil {
+		w.trk.ended(h)
+	}
 	delete(w.renewed, h)
 	hs := w.byKey[h.Key]
 	if i := slices.Index(hs, h); i >= 0 {
