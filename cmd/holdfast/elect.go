@@ -66,7 +66,7 @@ func parseElect(args []string) (*lockConfig, *flag.FlagSet, error) {
 	cfg := &lockConfig{elect: true}
 	fs := newFlagSet("elect")
 	cfg.conn.register(fs, defaultRedisURL)
-	fs.StringVar(&cfg.value, "value", defaultValue(), "the `VALUE` this process proclaims while it leads (default: HOST:PID)")
+	fs.StringVar(&cfg.value, "value", "", "the `VALUE` this process proclaims while it leads (default: HOST:PID)")
 	durationVar(fs, &cfg.wait, "w", 0, "campaign for at most `DURATION` (e.g. 5, 0.5, 30s, 5m); then exit with -E's code")
 	fs.IntVar(&cfg.busyCode, "E", exitBusy, "exit `CODE` when -w runs out before this process leads")
 	durationVar(fs, &cfg.watchdog, "watchdog-timeout", rlock.DefaultWatchdogTimeout,
@@ -78,6 +78,9 @@ func parseElect(args []string) (*lockConfig, *flag.FlagSet, error) {
 	}
 	if err := cfg.finish(fs.Args(), nil, false, false); err != nil {
 		return nil, fs, err
+	}
+	if !isSet(fs, "value") {
+		cfg.value = defaultValue()
 	}
 	if isSet(fs, "w") && cfg.wait == 0 {
 		return nil, fs, fmt.Errorf("-w 0: a campaign waits; give a duration above 0, or none")
