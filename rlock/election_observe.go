@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/observe"
 	"github.com/holdfast-go/holdfast/pubsub"
 )
 
@@ -24,7 +25,8 @@ import (
 // term: no LeaderInfo older than one this handle delivered or returned from
 // Leader or Campaign. A receiver that is slow sees the latest state, not every
 // state in between. The goroutine behind it ends with ctx or Close, which
-// waits for it.
+// waits for it. The client's observer, if it is an observe.ElectionObserver,
+// is told of every change delivered after the first.
 func (e *Election) Observe(ctx context.Context) <-chan LeaderInfo {
 	out := make(chan LeaderInfo)
 	if e.check() != nil {
@@ -77,6 +79,7 @@ func (e *Election) observe(ctx context.Context, out chan<- LeaderInfo) {
 	recheck := e.c.opts.recheck
 	timer := time.NewTimer(recheck)
 	defer timer.Stop()
+	tell, _ := e.c.opts.observer.(observe.ElectionObserver)
 	var last, next LeaderInfo
 	delivered, pending := false, false
 	if confirmed == nil {
@@ -89,6 +92,10 @@ func (e *Election) observe(ctx context.Context, out chan<- LeaderInfo) {
 		}
 		select {
 		case send <- next:
+			if delivered && tell != nil {
+				tell.LeaderChanged(observe.LeaderChange{Name: e.name, Elected: next.Elected(), Token: next.Token,
+					NewTerm: next.Elected() && (next.Token != last.Token || next.Holder != last.Holder)})
+			}
 			last, delivered, pending = next, true, false
 			continue
 		case <-confirmed:
