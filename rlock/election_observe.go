@@ -20,11 +20,13 @@ import (
 // leader whose lease ran out, a Java participant), reaches the follower within
 // that interval.
 //
-// What it delivers is a read of Redis made while the receiver waited, or
-// refreshed by every message that arrived since, and it never goes back in
-// term: no LeaderInfo older than one this handle delivered or returned from
-// Leader or Campaign. A receiver that is slow sees the latest state, not every
-// state in between. The goroutine behind it ends with ctx or Close, which
+// Each LeaderInfo it delivers was read from Redis after the previous one was
+// delivered (and read again on every message while the receiver is slow), so
+// a receiver that is slow sees the latest state, not every state in between.
+// It never goes back in term: no LeaderInfo older than one this handle
+// delivered, nor than one the handle's Leader or Campaign had returned when
+// the LeaderInfo was read (a Leader call racing a delivery may return a newer
+// term than the one delivered next; the delivery after that catches up). The goroutine behind it ends with ctx or Close, which
 // waits for it. The client's observer, if it is an observe.ElectionObserver,
 // is told of every change delivered after the first.
 func (e *Election) Observe(ctx context.Context) <-chan LeaderInfo {
@@ -86,6 +88,9 @@ func (e *Election) observe(ctx context.Context, out chan<- LeaderInfo) {
 		pending, next = e.look(ctx, last, delivered) // no subscription: poll
 	}
 	for {
+		if pending && next.Token < e.seen.Load() {
+			pending, next = e.look(ctx, last, delivered) // the handle reported a newer term meanwhile
+		}
 		var send chan<- LeaderInfo
 		if pending {
 			send = out
