@@ -360,3 +360,33 @@ func TestElectionChurn(t *testing.T) {
 	}
 	t.Logf("%d terms, %d views", len(tokens), len(views))
 }
+
+// TestElectionClose: Close ends a leadership (ErrClosed), gives the lock back
+// so that another client's candidate leads at once, and Resign afterwards
+// says the leadership had ended; Observe's channel closes.
+func TestElectionClose(t *testing.T) {
+	srv := redistest.Shared(t)
+	name := redistest.Name(t)
+	ctx := testCtx(t, 30*time.Second)
+	c1, c2 := newClient(t, srv.Client(t)), newClient(t, srv.Client(t))
+	l, err := c1.NewElection(name).Campaign(ctx, "a")
+	require.NoError(t, err)
+	obs := c1.NewElection(name).Observe(ctx)
+	got := campaignAsync(ctx, c2.NewElection(name), "b")
+	require.NoError(t, c1.Close())
+	requireClosed(t, l.Done())
+	require.ErrorIs(t, l.Err(), rlock.ErrClosed)
+	err = l.Resign(ctx)
+	require.ErrorIs(t, err, rlock.ErrNotLeader)
+	require.ErrorIs(t, err, rlock.ErrClosed)
+	select {
+	case r := <-got:
+		require.NoError(t, r.err)
+		require.Greater(t, r.l.Token(), l.Token())
+		require.NoError(t, r.l.Resign(ctx))
+	case <-time.After(electBound):
+		t.Fatal("Close did not hand the leadership over")
+	}
+	for range obs { // closed by Close
+	}
+}

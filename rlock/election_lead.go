@@ -82,15 +82,17 @@ func (l *Leadership) Proclaim(ctx context.Context, value string) (err error) {
 // wakes the next candidate at once, and then clears the leader record and
 // announces that there is no leader. Like Lease.Unlock, it is bounded by the
 // client's release timeout, not by ctx's cancellation. It returns the
-// release's error (see Lease.Unlock): an error matching ErrNotLeader when the
-// leadership had already ended. A failure to clear the record is not
+// release's error (see Lease.Unlock): an error matching ErrNotLeader (and
+// ErrNotHeld, or after Close ErrClosed) when the leadership had already
+// ended, an *UnlockUnconfirmedError when Redis did not confirm the release (the
+// leadership ended anyway; the lock expires within its lease). A failure to clear the record is not
 // reported: a record whose holder no longer holds the lock is never read,
 // and followers learn the change within their recheck interval.
 func (l *Leadership) Resign(ctx context.Context) (err error) {
 	ctx, ob := l.e.startCall(ctx, observe.OpResign)
 	defer ob.endCall(&err)
 	if err := l.lease.unlock(ctx); err != nil {
-		if errors.Is(err, ErrNotHeld) {
+		if errors.Is(err, ErrNotHeld) || errors.Is(err, ErrClosed) {
 			return fmt.Errorf("%w: %w", ErrNotLeader, err)
 		}
 		return err
