@@ -47,6 +47,7 @@
 //	holdfast.pubsub.reconnects     Int64Counter        {reconnect}     none
 //	holdfast.hold.losses           Int64Counter        {hold}          holdfast.kind, holdfast.loss.cause
 //	holdfast.tracking.modes        Int64Counter        {node}          holdfast.tracking
+//	holdfast.election.changes      Int64Counter        {change}        holdfast.elected, holdfast.election.new_term
 //
 // holdfast.acquire.duration has the calls that acquire (Lock, TryLock,
 // Acquire, TryAcquire: observe.Op.Acquires), waits included;
@@ -61,7 +62,13 @@
 // of it: "invalidated" (at once, client tracking), "renewal" or "deadline"
 // (observe.LossCause); holdfast.tracking.modes counts the Redis nodes found
 // tracking ("on") or refusing it ("refused": losses there are learnt at the
-// next renewal), and clients with tracking turned "off". A
+// next renewal), and clients with tracking turned "off".
+// holdfast.election.changes counts the changes of leader delivered to the
+// client's followers (rlock.Election.Observe, observe.ElectionObserver): to a
+// new term (holdfast.election.new_term), to a new value in the same term, or
+// to no leader (holdfast.elected false). A leader's terms are holds of kind
+// "election": holdfast.hold.duration gives their durations and
+// holdfast.hold.losses their losses. A
 // waiter woken mostly by timers ("lease_expiry", "recheck", "backoff") rather
 // than news ("message", "hand_off", "local") is not hearing its messages.
 //
@@ -69,8 +76,8 @@
 //
 // The attribute keys are package observe's (observe.AttrKind...), shared with
 // the client's logs. Every value is the String of one of observe's enums
-// (values out of range are "unknown"), so the cardinality is bounded: 13
-// kinds, 29 operations, 5 outcomes. Object names are left out unless
+// (values out of range are "unknown"), so the cardinality is bounded: 14
+// kinds, 33 operations, 5 outcomes. Object names are left out unless
 // WithNames opts in, with a function that bounds them; they are then the
 // attribute holdfast.name of the per-object instruments and of the spans.
 //

@@ -249,6 +249,8 @@ func allowedValues() map[string][]string {
 		observe.AttrOutcome:   outcomes,
 		observe.AttrWaited:    {"true", "false"},
 		observe.AttrCause:     causes,
+		observe.AttrElected:   {"true", "false"},
+		observe.AttrNewTerm:   {"true", "false"},
 	}
 }
 

@@ -38,6 +38,7 @@ const (
 	nameReconnects        = "holdfast.pubsub.reconnects"
 	nameLosses            = "holdfast.hold.losses"
 	nameTracking          = "holdfast.tracking.modes"
+	nameLeaderChanges     = "holdfast.election.changes"
 )
 
 // durationBuckets are the advisory bucket boundaries of the duration
@@ -70,6 +71,8 @@ type Observer struct {
 	reconnects    metric.Int64Counter
 	losses        metric.Int64Counter
 	tracking      metric.Int64Counter
+	changes       metric.Int64Counter
+	changeOpts    [2][2][]metric.AddOption // by elected, then by new term
 }
 
 var (
@@ -80,6 +83,7 @@ var (
 	_ observe.PubSubObserver = (*Observer)(nil)
 
 	_ observe.TrackingObserver = (*Observer)(nil)
+	_ observe.ElectionObserver = (*Observer)(nil)
 )
 
 // NewObserver returns an Observer whose tracer and meter come from the
@@ -146,6 +150,14 @@ func NewObserver(opts ...Option) (*Observer, error) {
 		"Number of holdfast holds lost, by how the client learnt of the loss.")
 	o.tracking = counter(nameTracking, "{node}",
 		"Number of times a holdfast client found a Redis node in a tracking mode (on, refused, off).")
+	o.changes = counter(nameLeaderChanges, "{change}",
+		"Number of changes of an election's leader delivered to holdfast followers (Election.Observe), by whether a leader leads after it and whether it began a new term.")
+	for e := range 2 {
+		for n := range 2 {
+			o.changeOpts[e][n] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(
+				attribute.Bool(observe.AttrElected, e == 1), attribute.Bool(observe.AttrNewTerm, n == 1)))}
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -312,4 +324,17 @@ func (o *Observer) Reconnected() {
 // per client whose options turned tracking off.
 func (o *Observer) Tracking(_ string, mode observe.TrackingMode) {
 	o.tracking.Add(context.Background(), 1, o.t.mode[o.t.modeOf(mode)]...)
+}
+
+// LeaderChanged counts a change of leader in holdfast.election.changes, with
+// holdfast.elected and holdfast.election.new_term.
+func (o *Observer) LeaderChanged(c observe.LeaderChange) {
+	e, n := 0, 0
+	if c.Elected {
+		e = 1
+	}
+	if c.NewTerm {
+		n = 1
+	}
+	o.changes.Add(context.Background(), 1, o.changeOpts[e][n]...)
 }

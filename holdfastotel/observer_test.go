@@ -93,6 +93,9 @@ func TestInstruments(t *testing.T) {
 	o.Tracking("127.0.0.1:6379", observe.TrackingOn)
 	o.Tracking("127.0.0.1:6380", observe.TrackingOn)
 	o.Tracking("127.0.0.1:6381", observe.TrackingRefused)
+	o.LeaderChanged(observe.LeaderChange{Name: "el", Elected: true, Token: 7, NewTerm: true})
+	o.LeaderChanged(observe.LeaderChange{Name: "el", Elected: true, Token: 7})
+	o.LeaderChanged(observe.LeaderChange{Name: "el", Token: 7})
 
 	rm := e.collect(t)
 	type want struct {
@@ -112,6 +115,7 @@ func TestInstruments(t *testing.T) {
 		"holdfast.pubsub.reconnects":    {"{reconnect}", false, true},
 		"holdfast.hold.losses":          {"{hold}", false, true},
 		"holdfast.tracking.modes":       {"{node}", false, true},
+		"holdfast.election.changes":     {"{change}", false, true},
 	}
 	for name, w := range wants {
 		m, ok := findMetric(rm, name)
@@ -165,6 +169,9 @@ func TestInstruments(t *testing.T) {
 	assert.EqualValues(t, 1, sum(rm, nameLosses, attrs{observe.AttrKind: "mutex", observe.AttrLoss: "invalidated"}))
 	assert.EqualValues(t, 2, sum(rm, nameTracking, attrs{observe.AttrTracking: "on"}))
 	assert.EqualValues(t, 1, sum(rm, nameTracking, attrs{observe.AttrTracking: "refused"}))
+	assert.EqualValues(t, 1, sum(rm, nameLeaderChanges, attrs{observe.AttrElected: "true", observe.AttrNewTerm: "true"}))
+	assert.EqualValues(t, 1, sum(rm, nameLeaderChanges, attrs{observe.AttrElected: "true", observe.AttrNewTerm: "false"}))
+	assert.EqualValues(t, 1, sum(rm, nameLeaderChanges, attrs{observe.AttrElected: "false", observe.AttrNewTerm: "false"}))
 	for _, name := range []string{nameSubscriptions, nameReconnects} {
 		m, _ := findMetric(rm, name)
 		for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
@@ -254,7 +261,7 @@ func TestSpans(t *testing.T) {
 func TestOutOfRange(t *testing.T) {
 	e := newEnv(t)
 	o := e.obs
-	for _, v := range []uint8{0, 30, 99, 255} {
+	for _, v := range []uint8{0, 60, 99, 255} {
 		c := observe.Call{Kind: observe.Kind(v), Op: observe.Op(v), Start: time.Now()}
 		call(context.Background(), o, c, observe.Result{Outcome: observe.Outcome(v), Waited: true})
 		h := observe.Hold{Kind: observe.Kind(v), Start: time.Now()}

@@ -65,7 +65,14 @@ func startLockCLI(t *testing.T, addr string, args ...string) *lockCLI {
 // startLockCLIURL starts "holdfast lock --redis url args...".
 func startLockCLIURL(t *testing.T, url string, args ...string) *lockCLI {
 	t.Helper()
-	cmd := exec.Command(holdfastBin(t), append([]string{"lock", "--redis", url}, args...)...)
+	return startSessionCLI(t, "lock", url, args...)
+}
+
+// startSessionCLI starts "holdfast sub --redis url args..." (sub: lock or
+// elect), killed at the end of the test if still running.
+func startSessionCLI(t *testing.T, sub, url string, args ...string) *lockCLI {
+	t.Helper()
+	cmd := exec.Command(holdfastBin(t), append([]string{sub, "--redis", url}, args...)...)
 	// Variables of an enclosing holdfast must not reach the command.
 	cmd.Env = append(os.Environ(), "HOLDFAST_OWNER=stale", "HOLDFAST_TOKEN=stale", "REDIS_URL=")
 	p := &lockCLI{cmd: cmd, lines: make(chan string, 100), stderr: &lockedBuffer{}, done: make(chan struct{})}

@@ -55,20 +55,36 @@ func sharedURL(t testing.TB) string { return "redis://" + redistest.Shared(t).Ad
 // cliStatus is one object of "holdfast status --json", with every documented
 // field (decoding fails on any other).
 type cliStatus struct {
-	Name             string      `json:"name"`
-	Kind             string      `json:"kind"`
-	RedisType        string      `json:"redis_type"`
-	Mode             string      `json:"mode"`
-	TTLMillis        int64       `json:"ttl_ms"`
-	Holders          []cliHolder `json:"holders"`
-	Channel          string      `json:"channel"`
-	Subscribers      int64       `json:"subscribers"`
-	Queue            []cliQueued `json:"queue"`
-	FencingToken     *int64      `json:"fencing_token"`
-	Value            string      `json:"value"`
-	AcquiredPermits  int64       `json:"acquired_permits"`
-	LatchChannel     string      `json:"latch_channel"`
-	LatchSubscribers int64       `json:"latch_subscribers"`
+	Name             string       `json:"name"`
+	Kind             string       `json:"kind"`
+	RedisType        string       `json:"redis_type"`
+	Mode             string       `json:"mode"`
+	TTLMillis        int64        `json:"ttl_ms"`
+	Holders          []cliHolder  `json:"holders"`
+	Channel          string       `json:"channel"`
+	Subscribers      int64        `json:"subscribers"`
+	Queue            []cliQueued  `json:"queue"`
+	FencingToken     *int64       `json:"fencing_token"`
+	Value            string       `json:"value"`
+	AcquiredPermits  int64        `json:"acquired_permits"`
+	LatchChannel     string       `json:"latch_channel"`
+	LatchSubscribers int64        `json:"latch_subscribers"`
+	Election         *cliElection `json:"election"`
+}
+
+// cliElection is an election's part of cliStatus.
+type cliElection struct {
+	Leader          string `json:"leader"`
+	Value           string `json:"value"`
+	Term            int64  `json:"term"`
+	SinceUnixMillis int64  `json:"since_unix_ms"`
+	StaleRecord     bool   `json:"stale_record"`
+	Candidates      int64  `json:"candidates"`
+	Followers       int64  `json:"followers"`
+	Channel         string `json:"election_channel"`
+	Record          string `json:"leader_record"`
+	Proclaimed      bool   `json:"proclaimed"`
+	LeaseLeftMillis int64  `json:"lease_left_ms"`
 }
 
 // cliHolder is a holder in cliStatus.

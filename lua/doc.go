@@ -24,6 +24,11 @@
 //     fenced, spin and non-reentrant forms, RFairLock, RReadWriteLock): the
 //     Lock names and Layout, Acquire, Leave, Release, ReleaseAll, ForceRelease,
 //     Inspect and LockShape.
+//   - elect.go: holdfast's leader election on a fenced lock (rlock.Election):
+//     the campaign (acquire.lua wrapped, then the leader record and the
+//     announcement, in one script), Proclaim, Resign and Leader, and the
+//     names of the leader record ({name}:leader) and the election's channel
+//     (holdfast_election:{name}).
 //   - renew.go: the watchdog's batched renewal of every kind of hold (Renewal,
 //     RenewCmd, RenewResult, LoadRenew).
 //   - sync.go and its prelude sync.lua: what the synchronizers' scripts share

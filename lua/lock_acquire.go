@@ -18,6 +18,10 @@ type AcquireArgs struct {
 	// Fenced makes the acquisition take a fencing token (Redisson's RFencedLock):
 	// INCR of the lock's token key, returned in AcquireReply.Token.
 	Fenced bool
+	// Elect, on a Fenced acquisition, makes it a campaign in an election
+	// (elect_acquire.lua): an acquisition that takes a new term records the
+	// leader and announces it in the same step.
+	Elect *Elect
 	// Publish is the command a fair lock's acquisition wakes the next waiter
 	// with: Publish or ShardedPublish; "" means Publish.
 	Publish string
@@ -86,6 +90,8 @@ func acquireCall(ctx context.Context, rdb Processor, a AcquireArgs) (any, int, e
 			a.Lease.arg(), a.Field.arg(), a.Field.String() + WriteSuffix, a.Expected, l.rtPrefix}, a.Acks)
 	case l.layout == LayoutWrite:
 		return writeAcquireScript.call(ctx, rdb, []any{nil, nil, 1, l.key, a.Lease.arg(), a.Field.arg(), a.Expected}, a.Acks)
+	case a.Fenced && a.Elect != nil:
+		return electCall(ctx, rdb, a)
 	case a.Fenced:
 		return acquireScript.call(ctx, rdb, []any{nil, nil, 2, l.key, l.tk, a.Lease.arg(), a.Field.arg(), a.Expected}, a.Acks)
 	}

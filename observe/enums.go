@@ -30,6 +30,7 @@ var (
 	KindSemaphore             = newKind("semaphore", "Semaphore")
 	KindExpirableSemaphore    = newKind("expirable_semaphore", "ExpirableSemaphore")
 	KindCountDownLatch        = newKind("count_down_latch", "CountDownLatch")
+	KindElection              = newKind("election", "Election") // its terms are holds of its lock
 )
 
 // Kinds returns every kind, for an observer that precomputes per kind.
@@ -103,6 +104,10 @@ var (
 	OpCount            = newOp("count", "Count")
 	OpAwait            = newOp("await", "Await")
 	OpDelete           = newOp("delete", "Delete")
+	OpCampaign         = newOp("campaign", "Campaign")
+	OpProclaim         = newOp("proclaim", "Proclaim") // Leadership.Proclaim
+	OpResign           = newOp("resign", "Resign")     // Leadership.Resign
+	OpLeader           = newOp("leader", "Leader")
 )
 
 // Ops returns every operation, for an observer that precomputes per
@@ -122,9 +127,9 @@ func (o Op) String() string { return ops[o.index()].value }
 func (o Op) Method() string { return ops[o.index()].method }
 
 // Acquires reports whether the operation is an acquisition: Lock, TryLock,
-// Acquire, TryAcquire.
+// Acquire, TryAcquire, Campaign.
 func (o Op) Acquires() bool {
-	return o == OpLock || o == OpTryLock || o == OpAcquire || o == OpTryAcquire
+	return o == OpLock || o == OpTryLock || o == OpAcquire || o == OpTryAcquire || o == OpCampaign
 }
 
 func (o Op) index() int {
@@ -162,6 +167,8 @@ func receiver(k Kind, op Op) string {
 		return "Lease"
 	case op == OpPermitsRelease:
 		return "Permits"
+	case op == OpProclaim || op == OpResign:
+		return "Leadership"
 	}
 	return k.TypeName()
 }

@@ -106,3 +106,23 @@ type PubSubObserver interface {
 	// and its channels subscribed again: messages may have been lost.
 	Reconnected()
 }
+
+// ElectionObserver sees the changes of leader that an Election's Observe
+// delivers to its receiver in this client: each delivery after the first
+// (which is the state Observe began with). Leadership terms themselves are
+// holds of KindElection (HoldObserver): their durations and losses are there.
+type ElectionObserver interface {
+	// LeaderChanged is called on the goroutine of Observe, right after the
+	// receiver took the change; it must not block.
+	LeaderChanged(c LeaderChange)
+}
+
+// LeaderChange is one change of an election's leader, as a follower saw it.
+type LeaderChange struct {
+	Name    string // the election's name: unbounded, opt-in only
+	Elected bool   // a leader now leads (false: no leader)
+	Token   int64  // the term's fencing token (without a leader, the latest term's)
+	// NewTerm reports a change of term (or of holder); false for a new value
+	// in the same term (Proclaim) or a change to no leader.
+	NewTerm bool
+}

@@ -17,6 +17,8 @@ func TestSpanNames(t *testing.T) {
 		{KindRedLock, OpLeaseUnlock, "holdfast.MultiLease.Unlock"},
 		{KindExpirableSemaphore, OpPermitsRelease, "holdfast.Permits.Release"},
 		{KindCountDownLatch, OpAwait, "holdfast.CountDownLatch.Await"},
+		{KindElection, OpCampaign, "holdfast.Election.Campaign"},
+		{KindElection, OpResign, "holdfast.Leadership.Resign"},
 		{Kind(200), Op(200), "holdfast.Unknown.Unknown"},
 	} {
 		if got := SpanName(c.k, c.op); got != c.want {
@@ -58,7 +60,7 @@ func TestEnumValues(t *testing.T) {
 	check("hold outcomes", holdOutcomes[1:])
 	check("causes", causes[1:])
 	check("renewal outcomes", renewOutcomes[1:])
-	if len(ks) != 13 || len(ops) != 29 {
+	if len(ks) != 14 || len(ops) != 33 {
 		t.Errorf("%d kinds, %d ops", len(ks), len(ops))
 	}
 	for _, s := range []string{Kind(99).String(), Op(99).String(), Outcome(99).String(), HoldOutcome(99).String(),

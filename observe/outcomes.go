@@ -118,16 +118,18 @@ func enumString(values []string, i int) string {
 
 // The attribute keys of the events, in metrics, spans and the client's logs.
 const (
-	AttrKind      = "holdfast.kind"       // a Kind
-	AttrOperation = "holdfast.operation"  // an Op
-	AttrOutcome   = "holdfast.outcome"    // an Outcome, HoldOutcome or RenewOutcome
-	AttrWaited    = "holdfast.waited"     // whether an acquisition blocked (bool)
-	AttrCause     = "holdfast.wake.cause" // a Cause
-	AttrName      = "holdfast.name"       // an object's name: opt-in, unbounded
-	AttrHolds     = "holdfast.holds"      // a number of holds (logs only)
-	AttrLoss      = "holdfast.loss.cause" // a LossCause, on the end of a lost hold
-	AttrTracking  = "holdfast.tracking"   // a TrackingMode
-	AttrNode      = "holdfast.node"       // a Redis node's address (logs only)
+	AttrKind      = "holdfast.kind"              // a Kind
+	AttrOperation = "holdfast.operation"         // an Op
+	AttrOutcome   = "holdfast.outcome"           // an Outcome, HoldOutcome or RenewOutcome
+	AttrWaited    = "holdfast.waited"            // whether an acquisition blocked (bool)
+	AttrCause     = "holdfast.wake.cause"        // a Cause
+	AttrName      = "holdfast.name"              // an object's name: opt-in, unbounded
+	AttrHolds     = "holdfast.holds"             // a number of holds (logs only)
+	AttrLoss      = "holdfast.loss.cause"        // a LossCause, on the end of a lost hold
+	AttrTracking  = "holdfast.tracking"          // a TrackingMode
+	AttrNode      = "holdfast.node"              // a Redis node's address (logs only)
+	AttrElected   = "holdfast.elected"           // whether a leader leads after a change of leader (bool)
+	AttrNewTerm   = "holdfast.election.new_term" // whether a change of leader began a new term (bool)
 )
 
 // The event names: the message of the client's log lines, and the stem of

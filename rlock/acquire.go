@@ -128,7 +128,8 @@ func (c *Client) acquireArgs(lk *lockDef, o *owner, lo lockOptions) lua.AcquireA
 	if lo.acks != nil {
 		acks = *lo.acks
 	}
-	a := lua.AcquireArgs{Lock: lk.Lock, Fenced: lk.fenced, Field: lk.fieldOf(o, c.id), Lease: lo.lease(c.watched), Acks: acks}
+	a := lua.AcquireArgs{Lock: lk.Lock, Fenced: lk.fenced || lo.elect != nil, Elect: lo.elect,
+		Field: lk.fieldOf(o, c.id), Lease: lo.lease(c.watched), Acks: acks}
 	if lk.Layout() == lua.LayoutFair && lo.queue {
 		a.Wait = lo.waitTime
 		if a.Wait <= 0 {

@@ -37,6 +37,8 @@ func (k kind) observed(l lua.Layout) observe.Kind {
 		return observe.KindFairMutex
 	case k.spin != nil:
 		return observe.KindSpinMutex
+	case k.elect:
+		return observe.KindElection
 	case k.fenced:
 		return observe.KindFencedMutex
 	case k.nonReentrant:
@@ -76,6 +78,8 @@ type kind struct {
 	// fenced: every acquisition takes a fencing token. A release never hands
 	// the lock over, so that every holder's token comes from its own acquire.
 	fenced bool
+	// elect: the lock of an Election (fenced too): its holds are terms.
+	elect bool
 	// spin: waiters back off and retry instead of listening to pub/sub, and
 	// releases publish nothing.
 	spin Backoff

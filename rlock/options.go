@@ -193,6 +193,7 @@ type lockOptions struct {
 	waitTime  time.Duration // TryLock only; 0: one attempt
 	acks      *lua.Acks     // nil: the client's WithReplicaAcks
 	queue     bool          // set by the call, not an option: a fair lock's attempts queue the caller
+	elect     *lua.Elect    // set by Campaign, not an option: the acquisition records the leader
 }
 
 // WithAcks sets, for this acquisition and the release of its lease, the replica

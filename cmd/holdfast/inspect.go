@@ -36,21 +36,22 @@ const maxPermitsRead = 1000
 // objectStatus is what status shows of one name; its JSON form is documented in
 // docs/cli.md and its field names are stable.
 type objectStatus struct {
-	Name             string   `json:"name"`
-	Kind             string   `json:"kind"`
-	RedisType        string   `json:"redis_type"`     // TYPE of the key at the name: "none", "hash", "string", …
-	Mode             string   `json:"mode,omitempty"` // rw_lock: "read" or "write"
-	TTLMillis        int64    `json:"ttl_ms"`         // PTTL of the name: -1 no expiry, -2 no key
-	Holders          []holder `json:"holders"`
-	Channel          string   `json:"channel,omitempty"` // where releases are announced
-	Subscribers      int64    `json:"subscribers"`       // subscriptions to Channel: waiting clients
-	Queue            []queued `json:"queue,omitempty"`   // fair_lock: the waiters, first served first
-	FencingToken     *int64   `json:"fencing_token,omitempty"`
-	Value            string   `json:"value,omitempty"`            // semaphore_or_latch, permit_semaphore: the string
-	AcquiredPermits  int64    `json:"acquired_permits,omitempty"` // permit_semaphore: members of {N}:timeout
-	Permits          []permit `json:"permits,omitempty"`          // permit_semaphore: the acquired permits, earliest expiry first
-	LatchChannel     string   `json:"latch_channel,omitempty"`    // semaphore_or_latch: the latch's channel
-	LatchSubscribers int64    `json:"latch_subscribers,omitempty"`
+	Name             string          `json:"name"`
+	Kind             string          `json:"kind"`
+	RedisType        string          `json:"redis_type"`     // TYPE of the key at the name: "none", "hash", "string", …
+	Mode             string          `json:"mode,omitempty"` // rw_lock: "read" or "write"
+	TTLMillis        int64           `json:"ttl_ms"`         // PTTL of the name: -1 no expiry, -2 no key
+	Holders          []holder        `json:"holders"`
+	Channel          string          `json:"channel,omitempty"` // where releases are announced
+	Subscribers      int64           `json:"subscribers"`       // subscriptions to Channel: waiting clients
+	Queue            []queued        `json:"queue,omitempty"`   // fair_lock: the waiters, first served first
+	FencingToken     *int64          `json:"fencing_token,omitempty"`
+	Value            string          `json:"value,omitempty"`            // semaphore_or_latch, permit_semaphore: the string
+	AcquiredPermits  int64           `json:"acquired_permits,omitempty"` // permit_semaphore: members of {N}:timeout
+	Permits          []permit        `json:"permits,omitempty"`          // permit_semaphore: the acquired permits, earliest expiry first
+	LatchChannel     string          `json:"latch_channel,omitempty"`    // semaphore_or_latch: the latch's channel
+	LatchSubscribers int64           `json:"latch_subscribers,omitempty"`
+	Election         *electionStatus `json:"election,omitempty"` // an election's leader, candidates and followers (status_election.go)
 }
 
 // permit is one acquired permit of a permit-expirable semaphore: a member of
@@ -123,6 +124,9 @@ func inspectAs(ctx context.Context, rdb redis.UniversalClient, name, as string) 
 		}
 	}
 	if err := countSubscribers(ctx, rdb, &st); err != nil {
+		return objectStatus{}, err
+	}
+	if err := readElection(ctx, rdb, &st); err != nil {
 		return objectStatus{}, err
 	}
 	return st, nil

@@ -39,6 +39,7 @@ func writeHuman(w io.Writer, st objectStatus) {
 	if st.FencingToken != nil {
 		fmt.Fprintf(w, "  fencing token: %d (the latest handed out)\n", *st.FencingToken)
 	}
+	writeElection(w, st, time.Now())
 }
 
 // headline says in a few words what st is.

@@ -28,6 +28,16 @@ type lockConfig struct {
 	killGrace time.Duration // --kill-grace
 	busyCode  int           // -E
 	quiet     bool          // -q
+	elect     bool          // "holdfast elect": campaign in the election NAME instead of locking it
+	value     string        // --value: what the leader proclaims (elect)
+}
+
+// cmd is the subcommand, for messages: "lock" or "elect".
+func (cfg *lockConfig) cmd() string {
+	if cfg.elect {
+		return "elect"
+	}
+	return "lock"
 }
 
 // lockKinds are the flags choosing the kind of lock, and the kinds they choose.
@@ -67,7 +77,7 @@ func lockCommand(ctx context.Context, args []string, io stdio) int {
 	if len(cfg.argv) > 0 {
 		// Resolved before the lock is taken: a typo fails at once, not after the wait.
 		if _, err := exec.LookPath(cfg.argv[0]); err != nil {
-			return cannotRun(io, cfg.argv[0], err)
+			return cannotRun(io, cfg.cmd(), cfg.argv[0], err)
 		}
 		cmd = exec.Command(cfg.argv[0], cfg.argv[1:]...)
 	}

@@ -34,7 +34,7 @@ func (s *lockSession) hold(ctx context.Context, cmd *exec.Cmd) int {
 	cmd.Env = commandEnv(os.Environ(), s.cfg.name, s.owner, s.token, s.permit)
 	cmd.WaitDelay = commandWaitDelay
 	if err := cmd.Start(); err != nil {
-		return cannotRun(s.io, s.cfg.argv[0], err)
+		return cannotRun(s.io, s.cfg.cmd(), s.cfg.argv[0], err)
 	}
 	exited := make(chan struct{})
 	go func() {
@@ -82,7 +82,7 @@ func (s *lockSession) holdIdle(ctx context.Context) int {
 		if s.permit != "" {
 			as = "with permit " + s.permit
 		}
-		fmt.Fprintf(s.io.err, "holdfast lock: holding %q %s until interrupted (Ctrl-C, SIGTERM)\n", s.cfg.name, as)
+		fmt.Fprintf(s.io.err, "holdfast %s: holding %q %s until interrupted (Ctrl-C, SIGTERM)\n", s.cfg.cmd(), s.cfg.name, as)
 	}
 	select {
 	case <-s.sigs:
@@ -117,14 +117,14 @@ func commandEnv(base []string, name, owner, token, permit string) []string {
 // cannotRun says in one line why the command could not be started, and
 // returns the shell's code for it: 127 when it does not exist, 126 otherwise
 // (not executable, not a program).
-func cannotRun(io stdio, name string, err error) int {
+func cannotRun(io stdio, cmd, name string, err error) int {
 	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(io.err, "holdfast lock: %s: command not found\n", name)
+		fmt.Fprintf(io.err, "holdfast %s: %s: command not found\n", cmd, name)
 		return exitNotFound
 	}
 	for inner := errors.Unwrap(err); inner != nil; inner = errors.Unwrap(inner) {
 		err = inner // the cause alone ("permission denied"), without exec's wrapping
 	}
-	fmt.Fprintf(io.err, "holdfast lock: %s: cannot run: %v\n", name, err)
+	fmt.Fprintf(io.err, "holdfast %s: %s: cannot run: %v\n", cmd, name, err)
 	return exitCannotRun
 }

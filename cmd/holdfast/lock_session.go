@@ -65,7 +65,7 @@ func (s *lockSession) acquire(ctx context.Context) (int, bool) {
 		return code, false
 	}
 	if code, err := s.findOwner(); err != nil {
-		fmt.Fprintf(s.io.err, "holdfast lock: %q: %v\n", s.cfg.name, err)
+		fmt.Fprintf(s.io.err, "holdfast %s: %q: %v\n", s.cfg.cmd(), s.cfg.name, err)
 		s.close()
 		return code, false
 	}
@@ -88,9 +88,12 @@ func (s *lockSession) connectAndLock(ctx context.Context) (int, error) {
 	}
 	stop := s.progress(ctx)
 	defer stop()
-	if s.cfg.permits > 0 {
+	switch {
+	case s.cfg.elect:
+		err = s.campaign(ctx)
+	case s.cfg.permits > 0:
 		err = s.takePermit(ctx)
-	} else {
+	default:
 		err = s.takeLock(ctx)
 	}
 	return lockFailureCode(err, s.cfg.busyCode), err
@@ -134,7 +137,7 @@ func lockFailureCode(err error, busy int) int {
 // it when it is busy (unless -q), else the error.
 func (s *lockSession) explain(ctx context.Context, err error) {
 	if !errors.Is(err, rlock.ErrNotAcquired) {
-		fmt.Fprintf(s.io.err, "holdfast lock: %v\n", err)
+		fmt.Fprintf(s.io.err, "holdfast %s: %v\n", s.cfg.cmd(), err)
 		return
 	}
 	if s.cfg.quiet {
@@ -144,13 +147,16 @@ func (s *lockSession) explain(ctx context.Context, err error) {
 	if s.cfg.wait > 0 {
 		what = "is still busy after " + s.cfg.wait.String()
 	}
-	fmt.Fprintf(s.io.err, "holdfast lock: %q %s: %s\n", s.cfg.name, what, s.describe(ctx))
+	fmt.Fprintf(s.io.err, "holdfast %s: %q %s: %s\n", s.cfg.cmd(), s.cfg.name, what, s.describe(ctx))
 }
 
 // describe says who holds the lock or the semaphore's permits, for a
 // message (describeHolder, describePermits).
 func (s *lockSession) describe(ctx context.Context) string {
-	if s.cfg.permits > 0 {
+	switch {
+	case s.cfg.elect:
+		return describeLeader(ctx, s.c, s.cfg.name)
+	case s.cfg.permits > 0:
 		return describePermits(ctx, s.rdb, s.cfg.name)
 	}
 	return describeHolder(ctx, s.rdb, s.cfg.name)
@@ -172,6 +178,8 @@ func (s *lockSession) findOwner() (int, error) {
 		}
 	case permitsHeld:
 		s.permit = h.IDs()[0]
+	case leadershipHeld:
+		s.owner, s.token = h.Holder(), strconv.FormatInt(h.Token(), 10)
 	}
 	return exitOK, nil
 }
@@ -188,7 +196,7 @@ func (s *lockSession) release(ctx context.Context, code int) int {
 		s.sayLost("it was gone when the command ended")
 		return exitLockLost
 	}
-	fmt.Fprintf(s.io.err, "holdfast lock: could not release %q: %v\n", s.cfg.name, err) // says when it expires
+	fmt.Fprintf(s.io.err, "holdfast %s: could not release %q: %v\n", s.cfg.cmd(), s.cfg.name, err) // says when it expires
 	return code
 }
 
@@ -229,7 +237,7 @@ func (s *lockSession) sayLost(what string) {
 		return
 	}
 	s.lostSaid = true
-	fmt.Fprintf(s.io.err, "holdfast lock: lost %q: %s\n", s.cfg.name, what)
+	fmt.Fprintf(s.io.err, "holdfast %s: lost %q: %s\n", s.cfg.cmd(), s.cfg.name, what)
 }
 
 // signalLag bounds how long an interrupted wait waits for the signal that

@@ -110,11 +110,11 @@ func TestCannotRun(t *testing.T) {
 	require.NoError(t, os.WriteFile(plain, []byte("echo hi\n"), 0o644))
 	var errb bytes.Buffer
 	io := stdio{err: &errb}
-	require.Equal(t, exitCannotRun, cannotRun(io, plain, lookErr(plain)))
+	require.Equal(t, exitCannotRun, cannotRun(io, "lock", plain, lookErr(plain)))
 	require.Equal(t, "holdfast lock: "+plain+": cannot run: permission denied\n", errb.String())
 
 	errb.Reset()
-	require.Equal(t, exitNotFound, cannotRun(io, dir+"/none", lookErr(dir+"/none")))
+	require.Equal(t, exitNotFound, cannotRun(io, "lock", dir+"/none", lookErr(dir+"/none")))
 	require.Contains(t, errb.String(), "command not found")
 }
 

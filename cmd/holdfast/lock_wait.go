@@ -39,7 +39,7 @@ func (s *lockSession) progress(ctx context.Context) func() {
 			case <-t.C:
 			}
 			waited := time.Since(start).Round(time.Second)
-			fmt.Fprintf(s.io.err, "holdfast lock: waiting for %q for %v: %s\n", s.cfg.name, waited, s.describe(ctx))
+			fmt.Fprintf(s.io.err, "holdfast %s: waiting for %q for %v: %s\n", s.cfg.cmd(), s.cfg.name, waited, s.describe(ctx))
 			t.Reset(progressEvery)
 		}
 	}()

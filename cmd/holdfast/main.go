@@ -5,6 +5,7 @@
 //
 //	holdfast lock [flags] NAME [-- COMMAND [ARGS...]]
 //	holdfast lock --permits N [flags] NAME [-- COMMAND [ARGS...]]
+//	holdfast elect [flags] NAME [-- COMMAND [ARGS...]]
 //	holdfast status [flags] NAME...
 //	holdfast unlock --force [flags] NAME
 //	holdfast unlock --force [flags] --permit ID NAME
@@ -87,11 +88,13 @@ func isTerminal(f *os.File) bool {
 // run runs the subcommand args[0] and returns the exit code.
 func run(ctx context.Context, args []string, io stdio) int {
 	if len(args) == 0 {
-		return usageError(io.err, "", errors.New("missing the command: lock, status, unlock or demo"))
+		return usageError(io.err, "", errors.New("missing the command: lock, elect, status, unlock or demo"))
 	}
 	switch args[0] {
 	case "lock":
 		return lockCommand(ctx, args[1:], io)
+	case "elect":
+		return electCommand(ctx, args[1:], io)
 	case "status":
 		return statusCommand(ctx, args[1:], io)
 	case "unlock":
@@ -104,7 +107,7 @@ func run(ctx context.Context, args []string, io stdio) int {
 		usage(io.out)
 		return exitOK
 	}
-	return usageError(io.err, "", fmt.Errorf("unknown command %q (lock, status, unlock or demo)", args[0]))
+	return usageError(io.err, "", fmt.Errorf("unknown command %q (lock, elect, status, unlock or demo)", args[0]))
 }
 
 // usage writes the help of holdfast itself to w.
@@ -117,6 +120,7 @@ programs share them.
 usage:
   holdfast lock [flags] NAME [-- COMMAND [ARGS...]]               run COMMAND holding the lock NAME
   holdfast lock --permits N [flags] NAME [-- COMMAND [ARGS...]]   run COMMAND holding one of N permits
+  holdfast elect [flags] NAME [-- COMMAND [ARGS...]]              run COMMAND while this process leads the election NAME
   holdfast status [flags] NAME...                                 show who holds a lock, and who waits
   holdfast status --watch [flags] NAME...                         the same, shown again every second until interrupted
   holdfast unlock --force [flags] NAME                            force-release a lock, waking its waiters

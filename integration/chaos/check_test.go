@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"github.com/holdfast-go/holdfast/lua"
 	"strings"
 	"sync"
 	"time"
@@ -51,6 +52,12 @@ func (e *env) subscriptions() int {
 // count once, and expire after go-redis' retry window.)
 func (e *env) kept(key string) bool {
 	if strings.HasPrefix(key, "redisson_lock_token:") {
+		return true
+	}
+	// The record of an election's leader that died or lost its lock without
+	// resigning: never read (its holder does not hold the lock), overwritten
+	// by the next campaign.
+	if contains(e.s.Kinds, KindElection) && strings.HasSuffix(key, lua.LeaderSuffix) {
 		return true
 	}
 	// A killed waiter of a FairMutex keeps its place in the queue until the

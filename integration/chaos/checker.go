@@ -34,6 +34,7 @@ type Report struct {
 	DetectP99    Millis   `json:"p99_detection_ms"`
 	TakeoverP99  Millis   `json:"p99_takeover_ms"`
 	Linearizable string   `json:"linearizable"`
+	Views        int      `json:"election_views,omitempty"` // followers' views of elections checked
 	Details      []string `json:"-"`
 }
 
@@ -61,6 +62,7 @@ func Check(ops []Op, spec Spec) Report {
 	r := Report{Faults: len(faults), Acquisitions: len(holds)}
 	checkSections(&r, holds, faults, spec)
 	checkStuck(&r, ops, spec)
+	checkElections(&r, ops, holds)
 	r.DetectP99, r.Unexplained = detection(holds, faults)
 	r.TakeoverP99 = takeover(holds, faults)
 	var bad []string

@@ -44,6 +44,14 @@
 //     holds to the next acquisition of an object held at that moment. A loss
 //     that no fault explains (Report.Unexplained) fails the scenario: a false
 //     loss, or a hold that another client took away.
+//   - Elections (election.go): terms strictly increasing (an acquisition
+//     that returned before another began has the smaller token), and each
+//     follower's views (Observe, one follower per name and process) in term
+//     order and linearizable: a view read since the follower's previous one
+//     is no older than any term acquired before that, names a leader whose
+//     campaign had begun, and not one whose resignation was confirmed
+//     before it. Leaders are exclusive holds, checked as the locks are, and
+//     write to a fenced register with their term's token.
 //   - Linearizability (github.com/anishathalye/porcupine): the acquire and
 //     release history against a sequential lock table (see model.go). A hold
 //     that was lost ends somewhere between its acquisition and the moment its

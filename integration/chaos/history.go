@@ -20,6 +20,10 @@ const (
 	OpCountDown = "countdown" // CountDownLatch.CountDown
 	OpSet       = "set"       // CountDownLatch.TrySetCount by the parent; OK = it set the count
 	OpFault     = "fault"     // a fault injected by the parent: Name says which, Call..Ret its span
+	// OpView is a follower's view of an election (Observe): delivered at Ret,
+	// read in Call..Ret (since the follower's previous view); OK: a leader
+	// leads; Token: its term, or without a leader the latest term.
+	OpView = "view"
 )
 
 // Op is one operation of a history, recorded by a worker process (or by the

@@ -71,7 +71,7 @@ func (w *worker) section(g int, h holding, acq Op) Op {
 			cs.Valid = checked
 		}
 		cs.LastWrite = Mono()
-		if acq.Kind == KindFenced {
+		if acq.Kind == KindFenced || acq.Kind == KindElection {
 			refused, err := w.res.fenced(ctx, acq.Name, acq.Token)
 			if refused {
 				cs.Stale++

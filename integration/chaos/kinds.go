@@ -12,6 +12,10 @@ const (
 	KindSemaphore    = "Semaphore"
 	KindExpirable    = "ExpirableSemaphore"
 	KindLatch        = "CountDownLatch"
+	// KindElection is an Election: Campaign, a critical section that writes
+	// with the term's token, Resign; and in each worker a follower per name
+	// that records every view Observe delivers (see election.go).
+	KindElection = "Election"
 )
 
 // AllLocks are the lock kinds; AllKinds every kind.

@@ -38,6 +38,12 @@ func (s semHold) release(ctx context.Context) error { return s.s.Release(ctx, 1)
 func (s semHold) token() int64                      { return 0 }
 func (s semHold) field() string                     { return "" }
 
+type leaderHold struct{ *rlock.Leadership }
+
+func (l leaderHold) release(ctx context.Context) error { return l.Resign(ctx) }
+func (l leaderHold) token() int64                      { return l.Token() }
+func (l leaderHold) field() string                     { return l.Holder() }
+
 // locker returns the lock of kind called name.
 func locker(c *rlock.Client, kind, name string) (rlock.Locker, error) {
 	switch kind {
@@ -63,6 +69,12 @@ func locker(c *rlock.Client, kind, name string) (rlock.Locker, error) {
 // asks locks for a fixed lease instead of the watchdog's.
 func acquire(ctx context.Context, c *rlock.Client, kind, name string, lease time.Duration) (holding, error) {
 	switch kind {
+	case KindElection:
+		l, err := c.NewElection(name).Campaign(ctx, "candidate")
+		if err != nil {
+			return nil, err
+		}
+		return leaderHold{l}, nil
 	case KindSemaphore:
 		s := c.NewSemaphore(name)
 		if err := s.Acquire(ctx, 1); err != nil {
@@ -98,7 +110,7 @@ func acquire(ctx context.Context, c *rlock.Client, kind, name string, lease time
 // lostErr reports whether a release error says the hold had already ended
 // without it (lost, or not held any more).
 func lostErr(err error) bool {
-	return errors.Is(err, rlock.ErrLockLost) || errors.Is(err, rlock.ErrNotHeld) ||
+	return errors.Is(err, rlock.ErrLockLost) || errors.Is(err, rlock.ErrNotHeld) || errors.Is(err, rlock.ErrNotLeader) ||
 		errors.Is(err, rlock.ErrPermitLost) || errors.Is(err, rlock.ErrNoSuchPermit)
 }
 

@@ -26,6 +26,10 @@ package chaos
 //	Cluster failover           Mutex, FairMutex, FencedMutex, ExpirableSemaphore, CountDownLatch
 //	cancel storm               every kind (waits cancelled after 1-30 ms)
 //	500 goroutines on 10 names every kind but the latch, in 5 processes × 100 goroutines
+//	election *                 Election under holder SIGKILL, SIGSTOP past the lease and CLIENT
+//	                           KILL normal: leaders, fenced writes with the term's token, and a
+//	                           follower per name and process recording every view (Observe);
+//	                           terms strictly increasing, views in term order and linearizable
 //
 // Not run, by design: the plain Semaphore and the CountDownLatch under a
 // holder's death or data loss. A Semaphore's permit has no owner and no
@@ -64,6 +68,7 @@ var shortScenarios = []scenario{
 		Permits: 1, Lease: 500 * time.Millisecond, ReleaseTimeout: 200 * time.Millisecond, Work: 200 * time.Millisecond,
 		Dur: 8 * time.Second, Every: 2 * time.Second},
 	{Name: "short-client-kill-pubsub", Fault: "client-kill-pubsub", Kinds: AllKinds, Dur: 3 * time.Second, Every: 700 * time.Millisecond},
+	{Name: "short-election-sigkill", Fault: "sigkill", Kinds: []string{KindElection}, Dur: 4 * time.Second, Every: 1500 * time.Millisecond},
 }
 
 // fullScenarios are the full tier.
@@ -94,6 +99,9 @@ var fullScenarios = []scenario{
 		Kinds: []string{KindMutex, KindFenced, KindWrite}, Dur: 25 * time.Second, Every: 8 * time.Second},
 	{Name: "cluster-failover", Fault: "cluster-failover", Deploy: "cluster",
 		Kinds: []string{KindMutex, KindFair, KindFenced, KindExpirable, KindLatch}, Dur: 25 * time.Second, Every: 6 * time.Second},
+	{Name: "election-sigkill", Fault: "sigkill", Kinds: []string{KindElection}, Procs: 4, Dur: 20 * time.Second, Every: 2 * time.Second},
+	{Name: "election-sigstop", Fault: "sigstop", Kinds: []string{KindElection}, Procs: 4, Dur: 20 * time.Second, Every: 2 * time.Second},
+	{Name: "election-client-kill", Fault: "client-kill-normal", Kinds: []string{KindElection}, Dur: 15 * time.Second, Every: 500 * time.Millisecond},
 	{Name: "cancel-storm", Fault: "none", CancelStorm: true, Kinds: AllKinds, Procs: 4, Goroutines: 16, Dur: 15 * time.Second},
 	{Name: "500-goroutines", Fault: "client-kill-pubsub", Kinds: []string{KindMutex, KindFair, KindRead, KindWrite, KindSpin,
 		KindFenced, KindNonReentrant, KindSemaphore, KindExpirable}, Procs: 5, Goroutines: 100, Names: 1,

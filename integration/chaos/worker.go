@@ -111,6 +111,7 @@ func RunWorker(cfg Config, proc int, out io.Writer) error {
 	for g := range cfg.Goroutines {
 		wg.Go(func() { w.loop(g) })
 	}
+	w.followers(&wg)
 	if !waitGroup(&wg, time.Until(monoTime(cfg.Until))+cfg.WaitBound+cfg.Work+20*time.Second) {
 		n := w.rec.FlushPending()
 		return fmt.Errorf("chaos: %d calls never returned", n)
