@@ -26,9 +26,10 @@ import (
 // when it is lost (Permits.Done, Permits.Err).
 //
 // Counts of permits must be at least 1 (ErrInvalidArgument otherwise, before
-// any round trip). Waiters block on the semaphore's channel and look again at
-// the earliest lease expiry they read, and at least every recheck interval. An
-// ExpirableSemaphore is safe for concurrent use.
+// any round trip). Waiters queue in their Client as a Semaphore's do (a
+// release of this Client gives its permits to them in its own round trip),
+// and the first looks again at the earliest lease expiry it read, and at least
+// every recheck interval. An ExpirableSemaphore is safe for concurrent use.
 type ExpirableSemaphore struct {
 	o    syncObject
 	keys lua.Permit

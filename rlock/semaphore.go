@@ -18,10 +18,13 @@ import (
 // ExpirableSemaphore where that matters.
 //
 // A semaphore that does not exist has no permits: create it with
-// TrySetPermits. Waiters block on the semaphore's channel, woken by releases
-// (as many as the permits released), and look again at least every recheck
-// interval (WithRecheckInterval), so that a lost message delays them by at
-// most that. Counts of permits to acquire or release must be at least 1: 0 and
+// TrySetPermits. The waiters of one Client queue in arrival order (one that
+// wants more permits than are free holds back those behind it); the first
+// listens on the semaphore's channel, attempts for as many of them as a
+// release announces, and looks again at least every recheck interval
+// (WithRecheckInterval), so that a lost message delays them by at most that.
+// A Release in a Client whose waiters queue gives them its permits in its own
+// round trip and publishes only what is left. Counts of permits to acquire or release must be at least 1: 0 and
 // negative counts fail with ErrInvalidArgument before any round trip. A
 // Semaphore is safe for concurrent use.
 type Semaphore struct{ o syncObject }
@@ -131,7 +134,9 @@ func notAvailable(name string, n int64, absent bool) error {
 
 // Release gives n permits to the semaphore, creating it if it does not exist,
 // and publishes the new count, which wakes up to that many waiters (Redisson's
-// release). It makes one round trip, which does not end with ctx but with the
+// release). Waiters of this Client that queue get the permits first, in the
+// same round trip: then only the count left is published (nothing when none
+// is). It makes one round trip, which does not end with ctx but with the
 // client's release timeout (WithReleaseTimeout), as Unlock.
 func (s *Semaphore) Release(ctx context.Context, n int64) (err error) {
 	ctx, ob := s.o.startCall(ctx, observe.OpRelease)
