@@ -31,7 +31,10 @@ func TestRun(t *testing.T) {
 	srv := redistest.Start(t)
 	const workers, rounds = 4, 10
 	var out bytes.Buffer
-	err := run(t.Context(), "redis://"+srv.Addr, &out, config{workers: workers, rounds: rounds, hold: 2 * time.Millisecond})
+	// Holds of 5 ms outlive the tracker's first look (2 ms after a hold began,
+	// at its next tick), so that every run tracks the key and reports the
+	// tracking mode the README's sample shows; a 2 ms hold may end just before.
+	err := run(t.Context(), "redis://"+srv.Addr, &out, config{workers: workers, rounds: rounds, hold: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("run: %v\noutput:\n%s", err, out.String())
 	}
