@@ -268,15 +268,16 @@ func (r *results) renderBends(b *md) {
 	b.p("Why: a release hands the lock straight to a waiter of the same client, inside the release script, at most 3 times in a row while other clients wait (`maxHandOffs`, rlock/pacing.go); the 4th release is published, the message wakes the head waiter of every other process, each head attempts once (150 µs apart, the longest-waiting first) and all but one fail. ")
 	b.p("So each waiting process costs one failed acquire script every 4th acquisition: linear in processes, and the wait p99 grows with the race (%s at 1 process, %s at 32). ",
 		report.Duration(first.Wait.P(0.99)), report.Duration(last.Wait.P(0.99)))
-	if fair := r.procStats(libs.HoldfastFair, 32); fair != nil && fair.Err == "" {
-		b.p("`FairMutex`, which queues the waiters in Redis and wakes one, stays at %.2f round trips per acquisition at 32 processes, at %.0f acquisitions/s. ", fair.RTPerAcq, fair.AcqPerSec)
+	if ff, fl := r.procStats(libs.HoldfastFair, 1), r.procStats(libs.HoldfastFair, 32); ff != nil && fl != nil && ff.Err == "" && fl.Err == "" {
+		b.p("`FairMutex`, which queues the waiters in Redis and wakes one, keeps its round trips flat (%.2f at 1 process, %.2f at 32) but its server commands grow with the queue instead (%.1f → %.1f per acquisition), and its throughput falls (%.0f → %.0f acquisitions/s): Redisson's fair-lock protocol, which holdfast keeps for wire compatibility, moves the deadline of every queued waiter on each acquisition (one ZINCRBY per waiter, lua/fair_acquire.lua). ",
+			ff.RTPerAcq, fl.RTPerAcq, ff.CmdPerAcq, fl.CmdPerAcq, ff.AcqPerSec, fl.AcqPerSec)
 	}
 	if rf, rl := r.procStats("rueidislock", 1), r.procStats("rueidislock", 32); rf != nil && rl != nil && rf.Err == "" && rl.Err == "" {
-		b.p("rueidislock's bends the same way and more steeply (%.2f → %.2f; every waiter retries on each invalidation), and its throughput follows (%.0f → %.0f acquisitions/s). ",
+		b.p("rueidislock's round trips bend the same way as the Mutex's and more steeply (%.2f → %.2f; every waiter retries on each invalidation), and its throughput follows (%.0f → %.0f acquisitions/s). ",
 			rf.RTPerAcq, rl.RTPerAcq, rf.AcqPerSec, rl.AcqPerSec)
 	}
 	b.p("The pollers' round trips grow slowly because they sleep 16–250 ms between tries; they pay in wait (see the wait table). ")
-	b.p("Not fixed here: the cure is in how a release wakes waiters (rlock's acquire and release paths, not the watchdog), for instance waking the heads of other processes one at a time; with many processes on one hot lock, `FairMutex` is the answer today.\n\n")
+	b.p("Not fixed here: the Mutex's cure is in how a release wakes waiters (rlock's acquire and release paths, not the watchdog or the benchmark), for instance waking the heads of other processes one at a time instead of all at once; the fair lock's is bound to Redisson's protocol.\n\n")
 	r.renderOtherBends(b)
 }
 

@@ -82,7 +82,30 @@ func Lines(a Axes, series []Series, file string) (bool, error) {
 	if !drawn {
 		return false, nil
 	}
+	if a.LogY {
+		// gonum widens an axis whose values are all equal by 1 either
+		// way, to 0 for a value of 1: a log axis cannot start there.
+		lo, hi := yRange(series, a)
+		p.Y.Min, p.Y.Max = lo/1.5, hi*1.5
+	}
 	return true, Save(p, file)
+}
+
+// yRange returns the smallest and largest y that the series draw on axes a.
+func yRange(series []Series, a Axes) (lo, hi float64) {
+	first := true
+	for _, s := range series {
+		for _, pt := range visible(s.Points, a) {
+			if first || pt.Y < lo {
+				lo = pt.Y
+			}
+			if first || pt.Y > hi {
+				hi = pt.Y
+			}
+			first = false
+		}
+	}
+	return lo, hi
 }
 
 // visible returns the points a plot with axes a can draw: on a log axis,
