@@ -65,14 +65,12 @@ func openHoldfastRenewer(addr string, o options) (*renewer, error) {
 	}, nil
 }
 
-// rueidisInterval is rueidislock's default ExtendInterval: half its default
-// KeyValidity of 5 s.
-const rueidisInterval = 2500 * time.Millisecond
-
 // openRueidisRenewer opens a rueidislock.Locker with the settings of
 // libs' rueidislock: each held lock has a goroutine of its own that extends
-// it every ExtendInterval (2.5 s), one round trip per lock. Its rounds are
-// counted by the clock: one per ExtendInterval since the last acquisition.
+// it every ExtendInterval (2.5 s), one script call per lock. A round is one
+// extension of every hold: its rounds are the client's calls since the last
+// acquisition ÷ the holds (the timers drift apart, so the clock would cut
+// rounds short).
 func openRueidisRenewer(addr string, _ options) (*renewer, error) {
 	cnt := &atomic.Int64{}
 	l, err := rueidislock.NewLocker(rueidislock.LockerOption{
@@ -93,15 +91,15 @@ func openRueidisRenewer(addr string, _ options) (*renewer, error) {
 	var (
 		mu      sync.Mutex
 		cancels []context.CancelFunc
-		since   time.Time
+		base    int64 // calls at the end of the acquisitions
 	)
 	rounds := func() float64 {
 		mu.Lock()
 		defer mu.Unlock()
-		if since.IsZero() {
+		if len(cancels) == 0 {
 			return 0
 		}
-		return float64(time.Since(since)) / float64(rueidisInterval)
+		return float64(cnt.Load()-base) / float64(len(cancels))
 	}
 	return &renewer{
 		acquire: func(ctx context.Context, names []string) error {
@@ -115,20 +113,20 @@ func openRueidisRenewer(addr string, _ options) (*renewer, error) {
 				return err
 			})
 			mu.Lock()
-			since = time.Now()
+			base = cnt.Load()
 			mu.Unlock()
 			return err
 		},
 		rounds: rounds,
 		wait: func(ctx context.Context, r float64) error {
-			t := time.NewTimer(time.Duration((r - rounds()) * float64(rueidisInterval)))
-			defer t.Stop()
-			select {
-			case <-t.C:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
+			for rounds() < r {
+				select {
+				case <-time.After(250 * time.Millisecond):
+				case <-ctx.Done():
+					return ctx.Err()
+				}
 			}
+			return nil
 		},
 		roundTrips: cnt.Load,
 		close: func() error {
