@@ -269,11 +269,11 @@ func (r *results) renderBends(b *md) {
 	b.p("So each waiting process costs one failed acquire script every 4th acquisition: linear in processes, and the wait p99 grows with the race (%s at 1 process, %s at 32). ",
 		report.Duration(first.Wait.P(0.99)), report.Duration(last.Wait.P(0.99)))
 	if ff, fl := r.procStats(libs.HoldfastFair, 1), r.procStats(libs.HoldfastFair, 32); ff != nil && fl != nil && ff.Err == "" && fl.Err == "" {
-		b.p("`FairMutex`, which queues the waiters in Redis and wakes one, keeps its round trips flat (%.2f at 1 process, %.2f at 32) but its server commands grow with the queue instead (%.1f → %.1f per acquisition), and its throughput falls (%.0f → %.0f acquisitions/s): Redisson's fair-lock protocol, which holdfast keeps for wire compatibility, moves the deadline of every queued waiter on each acquisition (one ZINCRBY per waiter, lua/fair_acquire.lua). ",
+		b.p("`FairMutex`, which queues the waiters in Redis and wakes one, keeps its round trips flat (%.2f at 1 process, %.2f at 32) but its server commands grow with the queue instead (%.1f → %.1f per acquisition; acquisitions/s %.0f → %.0f): Redisson's fair-lock protocol, which holdfast keeps for wire compatibility, moves the deadline of every queued waiter on each acquisition (one ZINCRBY per waiter, lua/fair_acquire.lua). ",
 			ff.RTPerAcq, fl.RTPerAcq, ff.CmdPerAcq, fl.CmdPerAcq, ff.AcqPerSec, fl.AcqPerSec)
 	}
 	if rf, rl := r.procStats("rueidislock", 1), r.procStats("rueidislock", 32); rf != nil && rl != nil && rf.Err == "" && rl.Err == "" {
-		b.p("rueidislock's round trips bend the same way as the Mutex's and more steeply (%.2f → %.2f; every waiter retries on each invalidation), and its throughput follows (%.0f → %.0f acquisitions/s). ",
+		b.p("rueidislock's round trips bend the same way as the Mutex's and more steeply (%.2f → %.2f; every waiter retries on each invalidation; acquisitions/s %.0f → %.0f). ",
 			rf.RTPerAcq, rl.RTPerAcq, rf.AcqPerSec, rl.AcqPerSec)
 	}
 	b.p("The pollers' round trips grow slowly because they sleep 16–250 ms between tries; they pay in wait (see the wait table). ")
