@@ -23,7 +23,7 @@ BENCH_OUT ?= $(CURDIR)/bench/out
 GOFILES = $(shell find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*')
 
 .DEFAULT_GOAL := test
-.PHONY: test lint fmt-check vet vet-containers test-root test-integration test-otel setup servers test-servers release-check bench bench-semaphore bench-loss cycle-compare bench-docs soak chaos fuzz
+.PHONY: test lint fmt-check vet vet-containers test-root test-integration test-otel setup servers test-servers release-check bench bench-semaphore bench-loss bench-scale cycle-compare bench-docs soak chaos fuzz
 
 ## test: the CI test command: setup (installs redis-server when missing), lint, then race
 ## tests of both modules. One command on a fresh clone; setup is quick and silent but for
@@ -111,6 +111,15 @@ LOSSBENCHARGS ?=
 bench-loss:
 	cd bench && $(GO) run ./cmd/loss-bench -out $(abspath $(BENCH_OUT)) $(LOSSBENCHARGS)
 
+## bench-scale: how cost grows, holdfast beside the peers (about 8 minutes; arguments in
+## SCALEBENCHARGS): processes on one lock (1–32 × 4 goroutines), names (1–10,000, 64
+## goroutines), the watchdog's renewal rounds (1–100,000 holds) and memory per hold and per
+## waiter. Writes $(BENCH_OUT)/scale.md and img/scale-*.png, and puts the same section
+## ("How cost grows") into $(BENCH_OUT)/performance.md when that file is there.
+SCALEBENCHARGS ?=
+bench-scale:
+	cd bench && $(GO) run ./cmd/scale-bench -out $(abspath $(BENCH_OUT)) $(SCALEBENCHARGS)
+
 ## cycle-compare: the uncontended Lock+Unlock cycle of the working tree against git revision REF
 ## (default HEAD~1), in one process, interleaved op by op (about 30 s): before and after in one run.
 REF ?= HEAD~1
@@ -121,6 +130,7 @@ cycle-compare:
 bench-docs:
 	$(MAKE) bench BENCH_OUT=$(CURDIR)/docs
 	$(MAKE) bench-loss BENCH_OUT=$(CURDIR)/docs
+	$(MAKE) bench-scale BENCH_OUT=$(CURDIR)/docs
 
 ## soak: the long fault-injection run (build tag soak); length: SOAK_DURATION (default 2m).
 SOAK_DURATION ?= 2m

@@ -1,0 +1,177 @@
+// Command scale-bench measures how holdfast's costs grow, side by side with
+// redsync, bsm/redislock and rueidislock where they apply, on a private
+// redis-server, and writes scale.md, its plots (img/scale-*.png), and the
+// section "How cost grows" of performance.md when that file is in the
+// output directory.
+//
+// Four curves, in one run:
+//
+//   - processes on one lock: 1, 2, 4, 8, 16, 32 worker processes × 4
+//     goroutines, 1 ms hold: acquisitions/s, the clients' round trips and
+//     the server's commands per acquisition, wait p99;
+//   - names: 64 goroutines in one process, each Lock call on one of 1 …
+//     10,000 names at random, 1 ms hold: the same figures;
+//   - renewals: 1 … 100,000 holds of one client: per renewal round, the
+//     client's round trips, the server's commands, script time and CPU time,
+//     and the client's CPU time (holdfast's watchdog; rueidislock's
+//     per-lock extension, up to -max-peer-holds);
+//   - memory: heap, stack and goroutines per hold (10,000 holds) and per
+//     waiting Lock call (1,000 waiters, one per held lock).
+//
+// The contended curves run in worker processes: the binary re-executes
+// itself (see package harness).
+//
+// Usage (from bench/):
+//
+//	go run ./cmd/scale-bench -out out        # about 7 minutes
+//	go run ./cmd/scale-bench -quick -out /tmp/sb -curves procs,names
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/holdfast-go/holdfast/bench/internal/cli"
+	"github.com/holdfast-go/holdfast/bench/internal/harness"
+	"github.com/holdfast-go/holdfast/bench/internal/libs"
+	"github.com/holdfast-go/holdfast/bench/internal/report"
+)
+
+type options struct {
+	out           string
+	quick         bool
+	duration      time.Duration
+	warmup        time.Duration
+	hold          time.Duration
+	lockTimeout   time.Duration
+	redisBin      string
+	libNames      string
+	curves        string
+	maxHolds      int
+	maxPeerHolds  int
+	renewInterval time.Duration
+	renewRounds   int
+	memHolds      int
+	memWaiters    int
+	jsonOut       string
+}
+
+// The curves, as -curves names them.
+const (
+	curveProcs    = "procs"
+	curveNames    = "names"
+	curveRenewals = "renewals"
+	curveMemory   = "memory"
+)
+
+var allCurves = []string{curveProcs, curveNames, curveRenewals, curveMemory}
+
+func main() {
+	log.SetFlags(0)
+	log.SetPrefix("scale-bench: ")
+	if harness.ServeWorker(workerEnv, runWorker) {
+		return
+	}
+	var o options
+	flag.StringVar(&o.out, "out", "out", "directory for scale.md, img/scale-*.png and the section of performance.md (make bench-docs passes ../docs)")
+	flag.BoolVar(&o.quick, "quick", false, "short run: 1 s windows, fewer renewal rounds, up to 10,000 holds")
+	flag.DurationVar(&o.duration, "duration", 0, "measured window of each contended point (default 3s, -quick 1s)")
+	flag.DurationVar(&o.warmup, "warmup", 0, "unmeasured start of each contended point (default 500ms, -quick 300ms)")
+	flag.DurationVar(&o.hold, "hold", time.Millisecond, "how long each acquisition of the contended curves holds")
+	flag.DurationVar(&o.lockTimeout, "lock-timeout", 5*time.Second, "deadline of each Lock call")
+	flag.StringVar(&o.redisBin, "redis-server", "", "redis-server binary (default: from PATH, else /usr/bin/redis-server)")
+	flag.StringVar(&o.libNames, "libs", "", "comma-separated libraries (default: holdfast and the peers): "+strings.Join(catalog().Names(scaleLibs()), ","))
+	flag.StringVar(&o.curves, "curves", "", "comma-separated curves to run (default all): "+strings.Join(allCurves, ","))
+	flag.IntVar(&o.maxHolds, "max-holds", 0, "largest hold count of the renewal curve (default 100000, -quick 10000)")
+	flag.IntVar(&o.maxPeerHolds, "max-peer-holds", 10000, "largest hold count for rueidislock, which runs a goroutine and a timer per hold")
+	flag.DurationVar(&o.renewInterval, "renew-interval", time.Second, "holdfast's renew interval in the renewal curve (lease: 3 intervals)")
+	flag.IntVar(&o.renewRounds, "renew-rounds", 0, "renewal rounds measured per point (default 3, -quick 2)")
+	flag.IntVar(&o.memHolds, "mem-holds", 10000, "holds taken for the memory per hold")
+	flag.IntVar(&o.memWaiters, "mem-waiters", 1000, "waiting Lock calls for the memory per waiter")
+	flag.StringVar(&o.jsonOut, "json", "", "also write the results as JSON to this file")
+	flag.Parse()
+	cli.Default(&o.duration, 3*time.Second, time.Second, o.quick)
+	cli.Default(&o.warmup, 500*time.Millisecond, 300*time.Millisecond, o.quick)
+	cli.Default(&o.maxHolds, 100000, 10000, o.quick)
+	cli.Default(&o.renewRounds, 3, 2, o.quick)
+	o.redisBin = cli.RedisServer(o.redisBin)
+	if err := run(o); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// scaleLibs is holdfast's Mutex and FairMutex (whose waiters queue in
+// Redis: the other answer to many processes on one lock) and the peers.
+func scaleLibs() []libs.Library {
+	var out []libs.Library
+	for _, l := range libs.All() {
+		if l.Name != libs.HoldfastSpin {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// catalog is the libraries this command can run.
+func catalog() cli.Catalog[libs.Library] {
+	return cli.Catalog[libs.Library]{All: scaleLibs(), Name: func(l libs.Library) string { return l.Name }, One: "library", Many: "libraries"}
+}
+
+// results is everything one run measured.
+type results struct {
+	Started  time.Time      `json:"started"`
+	Elapsed  time.Duration  `json:"elapsed"`
+	Env      report.Facts   `json:"env"`
+	Libs     []libs.Library `json:"-"`
+	Quick    bool           `json:"quick"`
+	Opts     options        `json:"-"`
+	Procs    []*pointStats  `json:"procs,omitempty"`
+	Names    []*pointStats  `json:"names,omitempty"`
+	Renewals []*renewStats  `json:"renewals,omitempty"`
+	MemHolds []*memStats    `json:"memoryPerHold,omitempty"`
+	MemWait  []*memStats    `json:"memoryPerWaiter,omitempty"`
+}
+
+func run(o options) error {
+	started := time.Now()
+	curves, err := cli.Catalog[string]{All: allCurves, Name: func(s string) string { return s }, One: "curve", Many: "curves"}.Select(o.curves)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	selected, srv, err := cli.Start(ctx, o.redisBin, o.libNames, catalog())
+	if err != nil {
+		return err
+	}
+	defer srv.Stop()
+	res := &results{Started: started.UTC(), Env: report.Machine(srv.Version(), o.redisBin), Libs: selected, Quick: o.quick, Opts: o}
+	if slices.Contains(curves, curveProcs) {
+		log.Printf("processes on one lock: %d points × %d libraries, %s windows", len(procCurve()), len(selected), o.duration)
+		res.Procs = runCurve(ctx, srv, selected, procCurve(), o)
+	}
+	if slices.Contains(curves, curveNames) {
+		log.Printf("names: %d points × %d libraries, %s windows", len(namesCurve()), len(selected), o.duration)
+		res.Names = runCurve(ctx, srv, selected, namesCurve(), o)
+	}
+	if slices.Contains(curves, curveRenewals) {
+		log.Printf("renewals: up to %d holds", o.maxHolds)
+		res.Renewals = runRenewals(ctx, srv, selected, o)
+	}
+	if slices.Contains(curves, curveMemory) {
+		log.Printf("memory: %d holds, %d waiters per library", o.memHolds, o.memWaiters)
+		res.MemHolds, res.MemWait = runMemory(ctx, srv, selected, o)
+	}
+	res.Elapsed = time.Since(started)
+	if err := writeReport(res, o); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if o.jsonOut != "" {
+		return cli.WriteJSON(o.jsonOut, res)
+	}
+	return nil
+}
