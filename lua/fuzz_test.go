@@ -660,7 +660,7 @@ func replyDecoders() []decoder {
 	for _, a := range []ReleaseArgs{
 		{Lock: lock, Field: field, Expected: 1},
 		{Lock: lock, Field: field, Expected: 3, Levels: 1},
-		{Lock: lock, Field: field, Expected: 1, Successor: NewText("c:2"), OnlyIfAlone: true},
+		{Lock: lock, Field: field, Expected: 1, Successor: NewText("c:2"), Streak: 3},
 		{Lock: fair, Field: field, Expected: 1},
 		{Lock: read, Field: field, Expected: 1},
 		{Lock: write, Field: field, Expected: 2, Levels: 1},

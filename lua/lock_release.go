@@ -21,13 +21,15 @@ type ReleaseArgs struct {
 	// stays held and nothing is published.
 	Successor      Text
 	SuccessorLease Millis
-	// OnlyIfAlone limits the hand-off to the case where no other client
-	// listens on the lock's channel, so that other processes get their turn.
-	OnlyIfAlone bool
-	LatchTTL    Millis // how long a retried call can still arrive
-	Publish     string // Publish or ShardedPublish; "" means Publish
-	Quiet       bool   // publish nothing (spin locks have no waiters listening)
-	Acks        Acks   // replica acknowledgements to wait for
+	// Streak, when above 0, is how many hand-offs in a row the releasing
+	// client made: the hand-off then happens only if no other client, or more
+	// other clients than that, listen on the lock's channel, so that other
+	// processes get their turn (0: hand off whenever the lock is free).
+	Streak   int
+	LatchTTL Millis // how long a retried call can still arrive
+	Publish  string // Publish or ShardedPublish; "" means Publish
+	Quiet    bool   // publish nothing (spin locks have no waiters listening)
+	Acks     Acks   // replica acknowledgements to wait for
 }
 
 // ReleaseOutcome says what Release did.
@@ -142,7 +144,7 @@ func releaseArgs(a ReleaseArgs) []any {
 		return []any{nil, nil, 3, a.Lock.key, a.Lock.ch, a.Latch, a.Field.arg(), a.LatchTTL.arg(), pub}
 	}
 	return []any{nil, nil, 3, a.Lock.key, a.Lock.ch, a.Latch, a.Field.arg(), a.LatchTTL.arg(), pub,
-		a.Successor.arg(), a.SuccessorLease.arg(), flag(a.OnlyIfAlone)}
+		a.Successor.arg(), a.SuccessorLease.arg(), a.Streak}
 }
 
 // ForceRelease deletes the lock whoever holds it and announces the release when

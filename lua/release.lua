@@ -9,9 +9,13 @@
 -- ARGV[3]  publish command: PUBLISH or SPUBLISH; "" publishes nothing (spin locks)
 -- ARGV[4]  (optional) successor owner field
 -- ARGV[5]  (with ARGV[4]) successor lease in ms
--- ARGV[6]  (with ARGV[4]) "1": hand off only if no other client listens on KEYS[2]
---          (the releasing client has handed off often enough in a row); "0":
---          hand off whenever N is free after the delete
+-- ARGV[6]  (with ARGV[4]) s > 0, the hand-offs the releasing client made in a
+--          row: hand off only if no other client, or more than s other
+--          clients, listen on KEYS[2]
+--          (a client keeps the lock for at most as many turns in a row as
+--          there are other clients waiting, so that each published release's
+--          race, one attempt per client, is paid once per that many turns);
+--          "0": hand off whenever N is free after the delete
 --
 -- Returns
 --   1    released: the owner's field deleted (with it N) and "0" published on KEYS[2]
@@ -31,8 +35,14 @@ if redis.call('hdel', KEYS[1], ARGV[1]) == 0 then
   end
   return nil
 end
-if ARGV[4] and redis.call('exists', KEYS[1]) == 0
-    and (ARGV[6] ~= '1' or redis.call('pubsub', 'numsub', KEYS[2])[2] <= 1) then
+local function mayHandOff()
+  if ARGV[6] == '0' then
+    return true
+  end
+  local others = redis.call('pubsub', 'numsub', KEYS[2])[2] - 1
+  return others <= 0 or others > tonumber(ARGV[6])
+end
+if ARGV[4] and redis.call('exists', KEYS[1]) == 0 and mayHandOff() then
   redis.call('hset', KEYS[1], ARGV[4], 1)
   redis.call('pexpire', KEYS[1], ARGV[5])
   redis.call('set', KEYS[3], '2', 'px', ARGV[2])

@@ -209,7 +209,7 @@ func (f *fakeLock) releaseLocked(a lua.ReleaseArgs) lua.ReleaseReply {
 		return lua.ReleaseReply{Outcome: lua.NotHeld}
 	}
 	f.holder, f.count, f.expiry = "", 0, time.Time{} // the only field: the key is gone
-	if a.Successor.String() != "" && (!a.OnlyIfAlone || len(f.subs) <= 1) {
+	if a.Successor.String() != "" && (a.Streak == 0 || len(f.subs) <= 1 || len(f.subs)-1 > a.Streak) {
 		f.holder, f.count, f.expiry = a.Successor.String(), 1, now.Add(a.SuccessorLease.Duration())
 		f.latches[a.Latch] = lua.HandedOff
 		return lua.ReleaseReply{Outcome: lua.HandedOff}

@@ -15,7 +15,7 @@ func TestPacing(t *testing.T) {
 		op    string // heard, published, publishedAlone (no waiter), acquired, handedOff, attemptWon
 		delay time.Duration
 		seen  int
-		alone bool // onlyIfAlone
+		alone bool // limit() > 0: the next hand-off only if enough other clients listen
 	}
 	tests := []struct {
 		name  string
@@ -51,7 +51,7 @@ func TestPacing(t *testing.T) {
 			{op: "acquired", seen: 0},
 			{op: "heard", delay: 300 * us, seen: 1}, // no echo left to skip
 		}},
-		{"onlyIfAlone after maxHandOffs hand-offs, reset by an attempt", []step{
+		{"a limit after maxHandOffs hand-offs, reset by an attempt", []step{
 			{op: "handedOff"},
 			{op: "handedOff"},
 			{op: "handedOff", alone: true},
@@ -59,7 +59,7 @@ func TestPacing(t *testing.T) {
 			{op: "attemptWon"},
 			{op: "handedOff"},
 		}},
-		{"onlyIfAlone reset by a published release", []step{
+		{"the limit reset by a published release", []step{
 			{op: "handedOff"},
 			{op: "handedOff"},
 			{op: "handedOff", alone: true},
@@ -106,7 +106,10 @@ func TestPacing(t *testing.T) {
 				}
 				require.Equal(t, s.delay, d, "step %d (%s): delay", i, s.op)
 				require.Equal(t, s.seen, p.seen, "step %d (%s): seen", i, s.op)
-				require.Equal(t, s.alone, p.onlyIfAlone(), "step %d (%s): onlyIfAlone", i, s.op)
+				require.Equal(t, s.alone, p.limit() > 0, "step %d (%s): limit", i, s.op)
+				if s.alone {
+					require.Equal(t, p.streak, p.limit(), "step %d (%s): the limit sent is the streak", i, s.op)
+				}
 			}
 		})
 	}

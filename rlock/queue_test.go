@@ -90,7 +90,7 @@ func TestQueueFIFOHandOff(t *testing.T) {
 	require.Len(t, log, n+1)
 	for i, r := range log[:n] {
 		require.Equal(t, fields[i], r.args.Successor.String(), "release %d names waiter %d", i, i)
-		require.Equal(t, i >= maxHandOffs, r.args.OnlyIfAlone, "release %d: after maxHandOffs, only if alone", i)
+		require.Equal(t, i >= maxHandOffs, r.args.Streak > 0, "release %d: after maxHandOffs, only if fewer clients listen", i)
 		require.Equal(t, lua.HandedOff, r.reply.Outcome, "release %d: alone on the channel, so handed off", i)
 	}
 	require.Empty(t, log[n].args.Successor.String())
@@ -602,13 +602,13 @@ func TestHandOffStreakYieldsToOtherClients(t *testing.T) {
 	require.GreaterOrEqual(t, len(log), maxHandOffs+1)
 	for i, r := range log[:maxHandOffs] {
 		require.Equal(t, fields[i], r.args.Successor.String())
-		require.False(t, r.args.OnlyIfAlone)
+		require.Zero(t, r.args.Streak)
 		require.Equal(t, lua.HandedOff, r.reply.Outcome, "release %d", i)
 	}
 	yield := log[maxHandOffs]
 	require.Equal(t, fields[maxHandOffs-1], yield.args.Field.String())
 	require.Equal(t, fields[maxHandOffs], yield.args.Successor.String())
-	require.True(t, yield.args.OnlyIfAlone)
+	require.Equal(t, maxHandOffs, yield.args.Streak)
 	require.Equal(t, lua.Released, yield.reply.Outcome, "another client listens: the release is published")
 	require.Eventually(t, func() bool { return f.isFree() && tableLen(a) == 0 && tableLen(b) == 0 },
 		time.Second, tick)

@@ -126,7 +126,7 @@ func (c *Client) prepareRelease(l *Lease, publish string) (releaseReq, error) {
 	if req.succ != nil {
 		req.a.Successor = req.succ.o.field(c.id)
 		req.a.SuccessorLease = req.succ.lo.lease(c.watched)
-		req.a.OnlyIfAlone = h.e.pace.onlyIfAlone()
+		req.a.Streak = h.e.pace.limit()
 	}
 	return req, nil
 }
@@ -162,7 +162,7 @@ func (c *Client) releaseFailed(req *releaseReq, err error) error {
 		c.endHold(h, err)
 		resend := req.a // a copy: req stays on the caller's stack
 		l.resend = &resend
-		l.resend.Successor, l.resend.SuccessorLease, l.resend.OnlyIfAlone = lua.Text{}, lua.Millis{}, false
+		l.resend.Successor, l.resend.SuccessorLease, l.resend.Streak = lua.Text{}, lua.Millis{}, 0
 	}
 	c.forget(h.e)
 	c.mu.Unlock()

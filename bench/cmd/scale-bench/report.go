@@ -263,21 +263,21 @@ func (r *results) renderBends(b *md) {
 		b.p("The processes curve was not run with holdfast; see the curves below.\n")
 		return
 	}
-	b.p("**Round trips per acquisition against processes on one lock**, and it is ours: holdfast's `Mutex` goes from %.2f round trips per acquisition at 1 process to %.2f at 32 (server commands from %.1f to %.1f), about 1 + processes ÷ 4, while its acquisitions per second stay within the 1 ms hold's bound (%.0f and %.0f /s). ",
-		first.RTPerAcq, last.RTPerAcq, first.CmdPerAcq, last.CmdPerAcq, first.AcqPerSec, last.AcqPerSec)
-	b.p("Why: a release hands the lock straight to a waiter of the same client, inside the release script, at most 3 times in a row while other clients wait (`maxHandOffs`, rlock/pacing.go); the 4th release is published, the message wakes the head waiter of every other process, each head attempts once (150 µs apart, the longest-waiting first) and all but one fail. ")
-	b.p("So each waiting process costs one failed acquire script every 4th acquisition: linear in processes, and the wait p99 grows with the race (%s at 1 process, %s at 32). ",
+	b.p("**Round trips per acquisition against processes on one lock** was the first to bend, and it was ours: holdfast's `Mutex` went from 1.00 round trips per acquisition at 1 process to 9.02 at 32 (server commands 7.0 to 38.1, acquisitions/s 790 to 593; the run of 2026-11-26 14:34 UTC, before the fix), about 1 + processes ÷ 4. ")
+	b.p("Why: a release handed the lock straight to a waiter of the same client, inside the release script, at most 3 times in a row while other clients waited (`maxHandOffs`, rlock/pacing.go); the 4th release was published, its message woke the head waiter of every other process, each head attempted once (150 µs apart, the longest-waiting first) and all but one failed: one failed acquire script per waiting process every 4th acquisition. ")
+	b.p("The fix: a client keeps the lock for at most max(3, other clients listening) turns in a row (the release script counts the listeners with PUBSUB NUMSUB), so the race a published release starts is paid once per that many turns. Now the `Mutex` goes from %.2f round trips per acquisition at 1 process to %.2f at 32 (server commands %.1f to %.1f; acquisitions/s %.0f and %.0f /s, within the 1 ms hold's bound); the price is in the wait of a process that lost the race, which waits for the others' longer streaks (wait p99 %s at 1 process, %s at 32, where some calls waited for most of the window, as every library's did). ",
+		first.RTPerAcq, last.RTPerAcq, first.CmdPerAcq, last.CmdPerAcq, first.AcqPerSec, last.AcqPerSec,
 		report.Duration(first.Wait.P(0.99)), report.Duration(last.Wait.P(0.99)))
 	if ff, fl := r.procStats(libs.HoldfastFair, 1), r.procStats(libs.HoldfastFair, 32); ff != nil && fl != nil && ff.Err == "" && fl.Err == "" {
 		b.p("`FairMutex`, which queues the waiters in Redis and wakes one, keeps its round trips flat (%.2f at 1 process, %.2f at 32) but its server commands grow with the queue instead (%.1f → %.1f per acquisition; acquisitions/s %.0f → %.0f): Redisson's fair-lock protocol, which holdfast keeps for wire compatibility, moves the deadline of every queued waiter on each acquisition (one ZINCRBY per waiter, lua/fair_acquire.lua). ",
 			ff.RTPerAcq, fl.RTPerAcq, ff.CmdPerAcq, fl.CmdPerAcq, ff.AcqPerSec, fl.AcqPerSec)
 	}
 	if rf, rl := r.procStats("rueidislock", 1), r.procStats("rueidislock", 32); rf != nil && rl != nil && rf.Err == "" && rl.Err == "" {
-		b.p("rueidislock's round trips bend the same way as the Mutex's and more steeply (%.2f → %.2f; every waiter retries on each invalidation; acquisitions/s %.0f → %.0f). ",
+		b.p("rueidislock's round trips grow linearly with processes (%.2f → %.2f; every waiter retries on each invalidation; acquisitions/s %.0f → %.0f). ",
 			rf.RTPerAcq, rl.RTPerAcq, rf.AcqPerSec, rl.AcqPerSec)
 	}
 	b.p("The pollers' round trips grow slowly because they sleep 16–250 ms between tries; they pay in wait (see the wait table). ")
-	b.p("Not fixed here: the Mutex's cure is in how a release wakes waiters (rlock's acquire and release paths, not the watchdog or the benchmark), for instance waking the heads of other processes one at a time instead of all at once; the fair lock's is bound to Redisson's protocol.\n\n")
+	b.p("What bends first now is the `FairMutex`'s server commands per acquisition, bound to Redisson's fair-lock protocol (above), and no longer any round-trip curve of holdfast's.\n\n")
 	r.renderOtherBends(b)
 }
 
