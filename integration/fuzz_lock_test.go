@@ -193,7 +193,7 @@ func (s *lockRun) step(step byte, owner, other string, arg int64) {
 		}
 	case stepHandOff:
 		a := lua.ReleaseArgs{Field: lua.NewText(owner), Latch: s.lk.NewLatch(), Expected: n, Levels: n,
-			Successor: lua.NewText(other), SuccessorLease: lua.NewMillis(fuzzLease), OnlyIfAlone: arg%2 == 1}
+			Successor: lua.NewText(other), SuccessorLease: lua.NewMillis(fuzzLease), Streak: int(arg % 5)}
 		want := lua.ReleaseReply{Outcome: lua.NotHeld}
 		if n > 0 {
 			want.Outcome = lua.HandedOff
