@@ -2,17 +2,16 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/holdfast-go/holdfast/bench/internal/plotting"
 	"github.com/holdfast-go/holdfast/bench/internal/stats"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // plotRef is a written plot.
@@ -104,7 +103,7 @@ func waitCDF(r *results, c contendedCase, title, file string) (bool, error) {
 	if !drawn {
 		return false, nil
 	}
-	return true, savePlot(p, file)
+	return true, plotting.Save(p, file)
 }
 
 func latencyPlot(r *results, cs time.Duration, dist func(*runStats) stats.Dist, title, file string) (bool, error) {
@@ -144,27 +143,5 @@ func latencyPlot(r *results, cs time.Duration, dist func(*runStats) stats.Dist, 
 	if !drawn {
 		return false, nil
 	}
-	return true, savePlot(p, file)
-}
-
-// savePlot writes p as a PNG with its legend to the right of the plot area.
-func savePlot(p *plot.Plot, file string) error {
-	const w, h, legendW = 10 * vg.Inch, 5.5 * vg.Inch, 2.4 * vg.Inch
-	img := vgimg.New(w, h)
-	dc := draw.New(img)
-	leg := p.Legend
-	p.Legend = plot.NewLegend() // empty: not drawn inside the plot
-	p.Draw(draw.Crop(dc, 0, -legendW, 0, 0))
-	leg.Top, leg.Left = true, true
-	leg.YOffs = -vg.Points(30)
-	leg.Draw(draw.Crop(dc, w-legendW+vg.Points(8), 0, 0, 0))
-	f, err := os.Create(file)
-	if err != nil {
-		return err
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
+	return true, plotting.Save(p, file)
 }
