@@ -85,6 +85,29 @@ func queueParked(t *testing.T, k syncKind, acquire func() (func(context.Context)
 	return got
 }
 
+// heldPermit is a semaphore of one permit, held by a hooked client (the
+// scenario of most tests here): how to reach it, and how to give it back.
+type heldPermit struct {
+	ctx     context.Context
+	admin   *redis.Client
+	c       *rlock.Client
+	h       *scriptHook
+	name    string
+	release func(context.Context) error
+}
+
+// oneHeldPermit makes a semaphore of kind k with one permit, which a hooked
+// client takes.
+func oneHeldPermit(t *testing.T, k syncKind) heldPermit {
+	t.Helper()
+	ctx := testCtx(t, 30*time.Second)
+	c, h := hookedClient(t)
+	name := redistest.Name(t)
+	answer(k.set(ctx, c, name, 1)).is(t, true)
+	release := answer(k.acquire(ctx, c, name, 1)).value(t)
+	return heldPermit{ctx, redistest.Shared(t).Client(t), c, h, name, release}
+}
+
 // permitsLeft returns the available permits of the semaphore name.
 func permitsLeft(t *testing.T, admin *redis.Client, name string) int64 {
 	t.Helper()
@@ -99,12 +122,8 @@ func permitsLeft(t *testing.T, admin *redis.Client, name string) int64 {
 func TestSemaphoreReleaseHandsOffInItsRoundTrip(t *testing.T) {
 	for _, k := range syncKinds {
 		t.Run(k.kind, func(t *testing.T) {
-			ctx := testCtx(t, 30*time.Second)
-			admin := redistest.Shared(t).Client(t)
-			c, h := hookedClient(t)
-			name := redistest.Name(t)
-			answer(k.set(ctx, c, name, 1)).is(t, true)
-			release := answer(k.acquire(ctx, c, name, 1)).value(t)
+			q := oneHeldPermit(t, k)
+			ctx, admin, c, h, name, release := q.ctx, q.admin, q.c, q.h, q.name, q.release
 			got := queueParked(t, k, func() (func(context.Context) error, error) { return k.acquire(ctx, c, name, 1) })
 			syncAwaitSubs(t, admin, syncSemChannel(name), 1)
 			sub := admin.Subscribe(ctx, syncSemChannel(name))
@@ -135,12 +154,8 @@ func TestSemaphoreReleaseHandsOffInItsRoundTrip(t *testing.T) {
 func TestSemaphoreWaiterLeftDuringHandOffGivesBack(t *testing.T) {
 	for _, k := range syncKinds {
 		t.Run(k.kind, func(t *testing.T) {
-			ctx := testCtx(t, 30*time.Second)
-			admin := redistest.Shared(t).Client(t)
-			c, h := hookedClient(t)
-			name := redistest.Name(t)
-			answer(k.set(ctx, c, name, 1)).is(t, true)
-			release := answer(k.acquire(ctx, c, name, 1)).value(t)
+			q := oneHeldPermit(t, k)
+			ctx, admin, c, h, name, release := q.ctx, q.admin, q.c, q.h, q.name, q.release
 			wctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			got := queueParked(t, k, func() (func(context.Context) error, error) { return k.acquire(wctx, c, name, 1) })
@@ -175,12 +190,8 @@ func TestSemaphoreWaiterLeftDuringHandOffGivesBack(t *testing.T) {
 // granted twice.
 func TestSemaphoreHandOffReplyLostIsSettled(t *testing.T) {
 	k := syncKinds[0] // a Semaphore's: an ExpirableSemaphore's waiters settle by their ids (TestExpirableLateReplyNeverGrantsAnExpiredPermit)
-	ctx := testCtx(t, 30*time.Second)
-	admin := redistest.Shared(t).Client(t)
-	c, h := hookedClient(t)
-	name := redistest.Name(t)
-	answer(k.set(ctx, c, name, 1)).is(t, true)
-	release := answer(k.acquire(ctx, c, name, 1)).value(t)
+	q := oneHeldPermit(t, k)
+	ctx, admin, c, h, name, release := q.ctx, q.admin, q.c, q.h, q.name, q.release
 	got := queueParked(t, k, func() (func(context.Context) error, error) { return k.acquire(ctx, c, name, 1) })
 	lost := errors.New("reply lost")
 	var once sync.Once
