@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"os/signal"
 	"strconv"
 	"time"
 
@@ -39,25 +37,7 @@ func electCommand(ctx context.Context, args []string, io stdio) int {
 	if code := refuseName(io.err, "elect", "", cfg.name); code != exitOK {
 		return code
 	}
-	var cmd *exec.Cmd
-	if len(cfg.argv) > 0 {
-		if _, err := exec.LookPath(cfg.argv[0]); err != nil {
-			return cannotRun(io, "elect", cfg.argv[0], err)
-		}
-		cmd = exec.Command(cfg.argv[0], cfg.argv[1:]...)
-	}
-	sigs := make(chan os.Signal, 8)
-	if relay := relayed(); len(relay) > 0 {
-		signal.Notify(sigs, relay...)
-		defer signal.Stop(sigs)
-	}
-	s := &lockSession{cfg: cfg, io: io, sigs: sigs}
-	if code, ok := s.acquire(ctx); !ok {
-		return code
-	}
-	defer s.close()
-	code := s.hold(ctx, cmd)
-	return s.release(ctx, code)
+	return runSession(ctx, cfg, io, "elect")
 }
 
 // parseElect parses the arguments of "holdfast elect". The FlagSet is

@@ -73,11 +73,18 @@ func lockCommand(ctx context.Context, args []string, io stdio) int {
 	if code := refuseName(io.err, "lock", cfg.nameKind(), cfg.name); code != exitOK {
 		return code
 	}
+	return runSession(ctx, cfg, io, cfg.cmd())
+}
+
+// runSession runs the session of cfg (lock, permits or election: lockSession)
+// around cfg's command, if any, and returns the exit code; cmdName names the
+// command in messages.
+func runSession(ctx context.Context, cfg *lockConfig, io stdio, cmdName string) int {
 	var cmd *exec.Cmd
 	if len(cfg.argv) > 0 {
 		// Resolved before the lock is taken: a typo fails at once, not after the wait.
 		if _, err := exec.LookPath(cfg.argv[0]); err != nil {
-			return cannotRun(io, cfg.cmd(), cfg.argv[0], err)
+			return cannotRun(io, cmdName, cfg.argv[0], err)
 		}
 		cmd = exec.Command(cfg.argv[0], cfg.argv[1:]...)
 	}
