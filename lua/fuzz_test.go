@@ -845,12 +845,35 @@ func replyDecoders() []decoder {
 		decoder{"Permit.Release", func(ctx context.Context, rdb *redis.Client) (any, error) {
 			o, n, err := permit.Release(ctx, rdb, ids[0], 1, Publish, req, false)
 			return outcomeServedReply{o, n}, err
-		}, outcomeServedOf},
+		}, encodedReply(func(v int64) (any, bool) {
+			n := (v + 1) / 4
+			return outcomeServedReply{v - 4*n, int(n)}, v >= PermitUnknown
+		})},
 		decoder{"Permit.ReleaseAll", func(ctx context.Context, rdb *redis.Client) (any, error) {
 			r, n, err := permit.ReleaseAll(ctx, rdb, ids, 1, Publish, req, false)
 			return outcomeServedReply{r, n}, err
-		}, outcomeServedOf})
+		}, encodedReply(func(v int64) (any, bool) {
+			k := int64(len(ids)) + 1
+			return outcomeServedReply{v % k, int(v / k)}, v >= 0
+		})})
 	return ds
+}
+
+// encodedReply is the outcome of a permit release's integer reply: what
+// decode makes of it, or a reply no script gives when decode says so.
+func encodedReply(decode func(int64) (any, bool)) func([]reply) outcome {
+	return func(rs []reply) outcome {
+		r := effective(rs)
+		n, ok := r.val.(int64)
+		if !ok || r.err != nil {
+			return errOrBad(r)
+		}
+		v, good := decode(n)
+		if !good {
+			return outcome{bad: true}
+		}
+		return outcome{val: v}
+	}
 }
 
 // outcomeServedReply is what a permit release decodes: its outcome and the
@@ -860,25 +883,3 @@ type outcomeServedReply struct {
 	served  int
 }
 
-// outcomeServedOf is the outcome of a permit release's replies: an integer
-// (a second execution's, or an outcome that ended the script first), or the
-// pair {outcome, waiters served} of integers.
-func outcomeServedOf(rs []reply) outcome {
-	r := effective(rs)
-	if r.err != nil {
-		return outcome{err: r.err}
-	}
-	switch v := r.val.(type) {
-	case int64:
-		return outcome{val: outcomeServedReply{v, 0}}
-	case []any:
-		if len(v) == 2 {
-			o, ok1 := v[0].(int64)
-			n, ok2 := v[1].(int64)
-			if ok1 && ok2 {
-				return outcome{val: outcomeServedReply{o, int(n)}}
-			}
-		}
-	}
-	return outcome{bad: true}
-}

@@ -180,7 +180,12 @@ const (
 func (p Permit) Release(ctx context.Context, rdb Processor, id string, now int64, publish string, req Request,
 	onlyIfAlone bool, ws ...PermitWaiter) (int64, int, error) {
 	args := append(p.args(5+waiterArgs(ws), req.Key), id, now, publish, req.TTL.arg(), flag(onlyIfAlone))
-	return outcomeServed(permitRelease.run(ctx, rdb, appendWaiters(args, ws)))
+	v, err := asInt(permitRelease.run(ctx, rdb, appendWaiters(args, ws)))
+	if err != nil || v < PermitUnknown {
+		return 0, 0, errOrBadReply(err, v)
+	}
+	served := (v + 1) / 4 // v = outcome + 4 × served, outcome in -1..1
+	return v - 4*served, int(served), nil
 }
 
 // ReleaseAll gives back every id or none (Redisson's tryRelease(ids) since
@@ -193,25 +198,20 @@ func (p Permit) ReleaseAll(ctx context.Context, rdb Processor, ids []string, now
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	return outcomeServed(permitReleaseAll.run(ctx, rdb, appendWaiters(args, ws)))
+	v, err := asInt(permitReleaseAll.run(ctx, rdb, appendWaiters(args, ws)))
+	if err != nil || v < 0 {
+		return 0, 0, errOrBadReply(err, v)
+	}
+	k := int64(len(ids)) + 1 // v = r + k × served, r in 0..len(ids)
+	return v % k, int(v / k), nil
 }
 
-// outcomeServed reads a release's reply: {outcome, waiters served} from a
-// first execution, the outcome alone from a second one (or when the outcome
-// ends the script before any serving).
-func outcomeServed(v any, err error) (int64, int, error) {
+// errOrBadReply is err, or the error of a reply v no script gives.
+func errOrBadReply(err error, v int64) error {
 	if err != nil {
-		return 0, 0, err
+		return err
 	}
-	if a, ok := v.([]any); ok && len(a) == 2 {
-		o, ok1 := a[0].(int64)
-		n, ok2 := a[1].(int64)
-		if ok1 && ok2 {
-			return o, int(n), nil
-		}
-	}
-	o, err := asInt(v, nil)
-	return o, 0, err
+	return fmt.Errorf("lua: unexpected release reply %d", v)
 }
 
 // What Permit.Count reads.

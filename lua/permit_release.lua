@@ -17,8 +17,9 @@
 -- published all the same, as Redisson does); -1 when Z does not have it. The
 -- permit returned serves the waiters first, then N has what is left: the
 -- value published (nothing is, when waiters were served and none is left).
--- The first execution answers {outcome, waiters served}; a second one, from
--- the record, the outcome alone (the waiters' ids in Z are their record).
+-- The first execution answers outcome + 4 × the waiters served (one integer:
+-- no array to parse); a second one, from the record, the outcome alone (the
+-- waiters' ids in Z are their record).
 return counted(KEYS[4], KEYS[1], function(v)
   local score = redis.call('zscore', KEYS[2], ARGV[1])
   if not score then
@@ -37,5 +38,5 @@ return counted(KEYS[4], KEYS[1], function(v)
   if tonumber(score) <= tonumber(ARGV[2]) then
     outcome = 0
   end
-  return {record(KEYS[4], ARGV[4], outcome), served}
+  return record(KEYS[4], ARGV[4], outcome) + 4 * served
 end)

@@ -18,8 +18,9 @@
 -- nothing. Else reclaims every expired permit, removes the ids, serves the
 -- waiters from their number r, adds to N what is left of r and publishes it
 -- (the delta, as Redisson does; nothing when waiters were served and none is
--- left). The first execution answers {r, waiters served}; a second one, from
--- the record, r alone (the waiters' ids in Z are their record).
+-- left). The first execution answers r + (k + 1) × the waiters served (one
+-- integer: no array to parse); a second one, from the record, r alone (the
+-- waiters' ids in Z are their record).
 return counted(KEYS[4], KEYS[1], function()
   local now, k = tonumber(ARGV[1]), tonumber(ARGV[4])
   for i = 6, 5 + k do
@@ -38,5 +39,5 @@ return counted(KEYS[4], KEYS[1], function()
   if served == 0 or r > taken then
     redis.call(ARGV[2], KEYS[3], r - taken)
   end
-  return {record(KEYS[4], ARGV[3], r), served}
+  return record(KEYS[4], ARGV[3], r) + (k + 1) * served
 end)
