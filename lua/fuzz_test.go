@@ -882,4 +882,3 @@ type outcomeServedReply struct {
 	outcome int64
 	served  int
 }
-
