@@ -10,6 +10,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -108,6 +109,20 @@ func oneHeldPermit(t *testing.T, k syncKind) heldPermit {
 	return heldPermit{ctx, redistest.Shared(t).Client(t), c, h, name, release}
 }
 
+// isRelease reports whether cmd runs a semaphore's release script: its keys
+// name both the channel it publishes on and a request key (an acquisition's
+// script names one of the two at most).
+func isRelease(cmd redis.Cmder) bool {
+	var channel, request bool
+	for _, a := range cmd.Args() {
+		if k, ok := a.(string); ok {
+			channel = channel || strings.HasPrefix(k, "redisson_sc:")
+			request = request || strings.HasPrefix(k, "holdfast_request:")
+		}
+	}
+	return channel && request
+}
+
 // permitsLeft returns the available permits of the semaphore name.
 func permitsLeft(t *testing.T, admin *redis.Client, name string) int64 {
 	t.Helper()
@@ -131,6 +146,10 @@ func TestSemaphoreReleaseHandsOffInItsRoundTrip(t *testing.T) {
 			_, err := sub.Receive(ctx)
 			require.NoError(t, err)
 
+			// The set-up's scripts: TrySetPermits, the holder's acquisition, the
+			// waiter's own attempt and its attempt once subscribed (await).
+			require.Eventually(t, func() bool { return h.scripts.Load() >= 4 }, 5*time.Second, time.Millisecond,
+				"the waiter made its attempt once subscribed")
 			before := h.scripts.Load()
 			require.NoError(t, release(ctx))
 			g := syncAwait(t, got, 2*time.Second, "the waiter, handed the permit")
@@ -163,6 +182,9 @@ func TestSemaphoreWaiterLeftDuringHandOffGivesBack(t *testing.T) {
 			var once sync.Once
 			h.setAround(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) (bool, error) {
 				took := false
+				if !isRelease(cmd) {
+					return false, nil // the head's own attempt, say
+				}
 				once.Do(func() {
 					took = true
 					err := next(ctx, cmd) // the release runs, serving the waiter
@@ -197,6 +219,9 @@ func TestSemaphoreHandOffReplyLostIsSettled(t *testing.T) {
 	var once sync.Once
 	h.setAround(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) (bool, error) {
 		took := false
+		if !isRelease(cmd) {
+			return false, nil // the head's own attempt, say
+		}
 		once.Do(func() {
 			took = true
 			require.NoError(t, next(ctx, cmd))
