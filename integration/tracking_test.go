@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -732,6 +733,54 @@ func TestTrackingSentinelFailoverLosesTheKey(t *testing.T) {
 	t.Logf("lost %v after the promotion of %s: %v", time.Since(since).Round(time.Millisecond), promoted, h.err())
 	require.ErrorIs(t, h.err(), rlock.ErrLockLost)
 	obs.requireCause(t, name, observe.LossInvalidated)
+}
+
+// TestTrackingSentinelFollowsThePrimary: the primary is paused (SIGSTOP) until
+// the Sentinels promote the replica, then resumed: it lives on as a primary,
+// with the tracker's connections still open to it, until the Sentinels make it
+// a replica (seconds later). go-redis moves the client's own connections to
+// the new primary, not the tracker's; the renewals must follow the client
+// there, or the hold would expire on the new primary while its holder,
+// renewing on the old one, believes it held (seen under load in
+// TestSentinelPrimaryKilled when the Sentinels failed over twice).
+func TestTrackingSentinelFollowsThePrimary(t *testing.T) {
+	const lease = 9 * time.Second // renewals every 3 s, through a pause of about as long
+	f := redistest.StartFailover(t, 1, 3)
+	rdb := f.Client(t)
+	c := newClient(t, rdb, rlock.WithWatchdogTimeout(lease))
+	ctx := testCtx(t, 2*time.Minute)
+	name := redistest.Name(t)
+	h := mutexKind.take(t, c, rdb, name)
+	settle(t, c, rdb)
+	replica := f.Replicas[0].Client(t)
+	require.Eventually(t, func() bool { return replica.Exists(ctx, name).Val() == 1 }, 10*time.Second, time.Millisecond)
+
+	old := f.Primary.Addr
+	require.NoError(t, f.Primary.Signal(syscall.SIGSTOP))
+	promoted, err := f.WaitMasterChange(ctx, old)
+	require.NoError(t, f.Primary.Signal(syscall.SIGCONT))
+	require.NoError(t, err)
+	require.Equal(t, f.Replicas[0].Addr, promoted)
+	switched := time.Now()
+	role, err := f.Primary.Client(t).Do(ctx, "ROLE").Slice()
+	require.NoError(t, err)
+	t.Logf("%s promoted; the old primary, resumed, says it is a %v", promoted, role[0])
+
+	// Past the lease the key had on the new primary at the switch, a renewal
+	// that reached it must have extended it.
+	deadline := switched.Add(lease + time.Second)
+	for time.Now().Before(deadline) {
+		requireHeld(t, h)
+		pttl, err := replica.PTTL(ctx, name).Result()
+		require.NoError(t, err)
+		require.Positive(t, pttl, "the hold expired on the new primary %v after the switch", time.Since(switched).Round(time.Millisecond))
+		select {
+		case <-h.done:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	require.NoError(t, replica.Del(ctx, name).Err())
+	awaitLost(t, h, time.Now()) // and its deletion there is told
 }
 
 // TestTrackingCloseLeavesNothing: Close stops the tracker's goroutines and

@@ -49,6 +49,7 @@ type node struct {
 	news   *redis.Client
 
 	at    atomic.Pointer[newsConn] // news' current connection, once made
+	on    atomic.Pointer[string]   // the run_id of reader's server, once it tracks
 	stale atomic.Bool              // news is not on reader's server: dial again
 	mode  atomic.Uint32
 
@@ -84,9 +85,11 @@ func newNode(t *tracker, addr string, opts *redis.Options) *node {
 	return n
 }
 
-// runID returns the run_id of the server cn is connected to.
-func runID(ctx context.Context, cn *redis.Conn) (string, error) {
-	info, err := cn.Info(ctx, "server").Result()
+// runID returns the run_id of the server c's commands reach.
+func runID(ctx context.Context, c interface {
+	Info(ctx context.Context, section ...string) *redis.StringCmd
+}) (string, error) {
+	info, err := c.Info(ctx, "server").Result()
 	if err != nil {
 		return "", err
 	}
@@ -163,6 +166,9 @@ func (n *node) track(ctx context.Context, cn *redis.Conn) error {
 	}
 	err = cn.Do(ctx, "CLIENT", "TRACKING", "ON", "REDIRECT", at.id, "NOLOOP").Err()
 	n.setMode(err)
+	if err == nil {
+		n.on.Store(&run)
+	}
 	return err
 }
 
