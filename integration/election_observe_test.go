@@ -66,6 +66,9 @@ func TestElectionObserved(t *testing.T) {
 	require.Equal(t, observe.OutcomeOK, rec.last(t, observe.KindElection, observe.OpResign).res.Outcome)
 	require.Equal(t, []observe.HoldOutcome{observe.HoldReleased}, rec.holdEnds(name))
 	awaitInfo(t, obs, electBound, func(i rlock.LeaderInfo) bool { return !i.Elected() })
+	// The observer hears of a change once the channel has delivered it: just
+	// after the receive above, not before.
+	require.Eventually(t, func() bool { return len(rec.seen()) == 3 }, electBound, time.Millisecond)
 	require.Equal(t, []observe.LeaderChange{
 		{Name: name, Elected: true, Token: l.Token(), NewTerm: true},
 		{Name: name, Elected: true, Token: l.Token()},
