@@ -167,6 +167,67 @@ func TestSemaphoreReleaseHandsOffInItsRoundTrip(t *testing.T) {
 	}
 }
 
+// TestSemaphoreNewHeadTrustsTheQueuesSubscription: a waiter that becomes the
+// head after a hand-off takes over the queue's subscription, which an attempt
+// has looked through since its confirmation: it makes no attempt of its own
+// (it would find nothing), and the next release hands it the permit.
+func TestSemaphoreNewHeadTrustsTheQueuesSubscription(t *testing.T) {
+	for _, k := range syncKinds {
+		t.Run(k.kind, func(t *testing.T) {
+			q := oneHeldPermit(t, k)
+			ctx, admin, c, h, name, release := q.ctx, q.admin, q.c, q.h, q.name, q.release
+			first := queueParked(t, k, func() (func(context.Context) error, error) { return k.acquire(ctx, c, name, 1) })
+			second := queueParked(t, k, func() (func(context.Context) error, error) { return k.acquire(ctx, c, name, 1) })
+			syncAwaitSubs(t, admin, syncSemChannel(name), 1)
+			// TrySetPermits, the holder's acquisition, the first waiter's own
+			// attempt and its attempt once subscribed; the second queued
+			// behind it without a round trip.
+			require.Eventually(t, func() bool { return h.scripts.Load() >= 4 }, 5*time.Second, time.Millisecond,
+				"the first waiter made its attempt once subscribed")
+			before := h.scripts.Load()
+
+			require.NoError(t, release(ctx))
+			g1 := syncAwait(t, first, 2*time.Second, "the first waiter, handed the permit")
+			require.NoError(t, g1.err)
+			awaitHeadParked(t, k.method())
+			require.EqualValues(t, 1, h.scripts.Load()-before, "the release only: the new head made no attempt")
+
+			require.NoError(t, g1.v(ctx))
+			g2 := syncAwait(t, second, 2*time.Second, "the second waiter, handed the permit")
+			require.NoError(t, g2.err)
+			require.EqualValues(t, 2, h.scripts.Load()-before, "the two releases only")
+			require.NoError(t, g2.v(ctx))
+			require.EqualValues(t, 1, permitsLeft(t, admin, name))
+		})
+	}
+}
+
+// awaitHeadParked waits (5 s at most) until a goroutine of method is parked as
+// a queue's head, in await's select: whatever it did on becoming the head, it
+// has done.
+func awaitHeadParked(t *testing.T, method string) {
+	t.Helper()
+	parked := func() bool {
+		for _, g := range goroutineStacks() {
+			header, rest, _ := strings.Cut(g, "\n")
+			if !strings.Contains(header, "[select") || !strings.Contains(rest, method) {
+				continue
+			}
+			for _, line := range strings.Split(rest, "\n") {
+				if strings.HasPrefix(line, "\t") || strings.HasPrefix(line, "runtime.") {
+					continue
+				}
+				if strings.HasPrefix(line, "github.com/holdfast-go/holdfast/rlock.await[") {
+					return true
+				}
+				break
+			}
+		}
+		return false
+	}
+	require.Eventually(t, parked, 5*time.Second, 2*time.Millisecond, "a head parked in %s", method)
+}
+
 // TestSemaphoreWaiterLeftDuringHandOffGivesBack: a waiter whose ctx ends
 // while the release that serves it is in flight gives up, and the permits
 // it was handed go back: none is lost.

@@ -65,6 +65,11 @@ type permitQueue struct {
 	// unsure: round trips that failed, whose outcome the head reads from
 	// their request's record before anything else.
 	unsure []*unsureServe
+	// looked: an attempt sent after sub was confirmed has answered, so a
+	// head that takes sub over has missed no message: it waits for the next
+	// one (or its recheck) instead of attempting at the confirmation
+	// (listenPermits).
+	looked bool
 }
 
 // unsureServe is a round trip that may have served waiters: its request,

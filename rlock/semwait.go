@@ -108,6 +108,7 @@ func (c *Client) permitStep(ctx context.Context, o *syncObject, k permitKind, q 
 		budget, q.announced = q.announced, 0
 	}
 	ws := q.choose(budget, w)
+	confirmed := q.sub != nil && isClosed(q.sub.Confirmed())
 	t.mu.Unlock()
 	if ws == nil {
 		return turn[permitGrant]{sleep: -1, idle: true}, nil // a release serves w: its grant comes
@@ -118,6 +119,7 @@ func (c *Client) permitStep(ctx context.Context, o *syncObject, k permitKind, q 
 	cancel()
 	t.mu.Lock()
 	back := c.ended(q, k, ws, r.served, err, req, 0, sent, w)
+	q.looked = q.looked || confirmed && err == nil
 	if err == nil && r.served > 0 {
 		q.pace.attemptWon()
 		q.pace.acquired()
@@ -211,12 +213,18 @@ func (c *Client) leavePermits(ctx context.Context, k permitKind, q *permitQueue,
 }
 
 // listenPermits returns q's subscription to the semaphore's channel, making
-// it if the head is the first to need it.
+// it if the head is the first to need it. A head that takes over a
+// subscription an attempt has looked through since its confirmation is not
+// told of the confirmation (lookedThrough): a message since would have left
+// it a token.
 func (c *Client) listenPermits(ctx context.Context, o *syncObject, q *permitQueue, channel string) (waker, error) {
 	t := &c.permitQs
 	t.mu.Lock()
-	s := q.sub
+	s, looked := q.sub, q.looked
 	t.mu.Unlock()
+	if s != nil && looked {
+		return lookedThrough{s}, nil
+	}
 	if s != nil {
 		return s, nil
 	}
@@ -294,4 +302,20 @@ func (t *permitTable) locked(f func()) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	f()
+}
+
+// lookedThrough is a queue's subscription that an attempt has looked through
+// since its confirmation: its confirmation calls for no attempt.
+type lookedThrough struct{ waker }
+
+func (lookedThrough) Confirmed() <-chan struct{} { return nil }
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
