@@ -96,7 +96,7 @@ bench:
 	@echo "bench: report in $(abspath $(BENCH_OUT))/performance.md; \`make bench-docs\` updates docs/performance.md and docs/img/"
 	$(MAKE) bench-semaphore BENCH_OUT=$(abspath $(BENCH_OUT))
 
-## bench-semaphore: the semaphores against the Mutex, PING and a polling Redis semaphore (about
+## bench-semaphore: the semaphores against the Mutex, PING and two polling Redis semaphores (about
 ## 1.5 minutes; arguments in SEMBENCHARGS): writes $(BENCH_OUT)/semaphore.md, then runs the Go
 ## benchmarks of the uncontended cycles (integration/semaphore_bench_test.go).
 SEMBENCHARGS ?=

@@ -21,7 +21,7 @@
 //
 //	go run ./cmd/semaphore-bench -out out        # about 1.5 minutes
 //	go run ./cmd/semaphore-bench -quick -out /tmp/sb
-//	go run -tags noholdfast ./cmd/semaphore-bench -quick   # the peer only
+//	go run -tags noholdfast ./cmd/semaphore-bench -quick   # the peers only
 package main
 
 import (

@@ -25,8 +25,8 @@ type counterEvent struct {
 
 // counterMonitor reads a MONITOR feed and keeps the counter changes of one
 // key. Every implementation benchmarked here keeps the free permits in one
-// string key changed only by INCRBY and DECRBY (Redisson's layout; the peer
-// by design), so the feed gives the server's exact free-permit time line.
+// string key changed only by INCRBY and DECRBY (Redisson's layout; the
+// peers' by design), so the feed gives the server's exact free-permit time line.
 type counterMonitor struct {
 	conn   net.Conn
 	key    string

@@ -280,7 +280,7 @@ func renderMarkdown(r *results) string {
 		"over `INFO commandstats` (the probe's `INFO` left out; commands a script runs count too, so one `EVALSHA` running two commands counts 3); "+
 		"*allocs* = the change of `runtime.MemStats.Mallocs` of the whole process.\n",
 		o.uncRounds, o.cycles, min(o.cycles, 50), harness.TimedRun, o.cycles)
-	p("- **Contended**: a semaphore of %d permits created before the run (`TrySetPermits`, or `SET` for the peer); %d worker processes "+
+	p("- **Contended**: a semaphore of %d permits created before the run (`TrySetPermits`, or `SET` for the peers); %d worker processes "+
 		"(the binary re-executes itself), each with one client shared by %d goroutines, each goroutine looping `Acquire(1)` (deadline %s), "+
 		"`time.Sleep(%s)`, release. A run has a %s warm-up and a %s measured window; at the window's end the pending `Acquire` calls are "+
 		"cancelled. The libraries run in turn, %d rounds in rotating order, merged; then one more round each under MONITOR (below).\n",
@@ -302,11 +302,11 @@ func renderMarkdown(r *results) string {
 		"*idle permit-time ÷ all permit-time* = the measured idle times summed ÷ (permits × window). *Taken back by the releasing goroutine*: " +
 		"the measured permits whose paired take was the releasing goroutine's own next `Acquire` (it beat the waiters: barging).\n")
 	p("- **Idle, server time line** (MONITOR round): every semaphore here keeps its free permits in one string key that only `INCRBY` (release, " +
-		"reclaim) and `DECRBY` (acquire) change, also inside scripts (Redisson's layout, and the peer's by design). A `MONITOR` feed read by the " +
+		"reclaim) and `DECRBY` (acquire) change, also inside scripts (Redisson's layout, and the peers' by design). A `MONITOR` feed read by the " +
 		"coordinator gives each of those on the key with the server's clock, taken as the command is fed to monitors right after it ran " +
 		"(CLOCK_REALTIME, µs; moved to CLOCK_MONOTONIC by an offset read in the coordinator), in the server's order, so the free-permit time line " +
 		"is exact. The same first-in, first-out pairing gives each released permit's idle time; it is measured when an `Acquire` call was pending " +
-		"(t0 < release < t1) at the release. MONITOR costs the server time per command (more for the peer, which sends more), so that round's " +
+		"(t0 < release < t1) at the release. MONITOR costs the server time per command (more for the peers, which send more), so that round's " +
 		"throughput is lower; it checks the client time line method, it does not replace it.\n")
 	p("- **Round trip**: the uncontended PING p50 of this run (go-redis client with default options, as every library here). *Loaded PING*: "+
 		"the coordinator PINGs every %s on a connection of its own during each contended window (the same for every library).\n", pingProbeEvery)

@@ -1,7 +1,9 @@
 // Package sems puts every Redis semaphore under test behind one small
 // interface, so that cmd/semaphore-bench drives them all alike: holdfast's
 // Semaphore and ExpirableSemaphore (with the watchdog lease and with a fixed
-// lease) and the peer, a polling Redis semaphore (polling.go).
+// lease) and the peers, a polling Redis semaphore as Go projects write it and
+// the same made safe against go-redis's retries as holdfast's are
+// (polling.go).
 package sems
 
 import (
@@ -124,5 +126,5 @@ func (t trySem) TryAcquire(ctx context.Context) (func(context.Context) error, er
 	return t.try(ctx)
 }
 
-// errNoPermit is a failed TryAcquire of the peer.
+// errNoPermit is a failed TryAcquire of the peers.
 var errNoPermit = errors.New("no permit free")
