@@ -24,20 +24,29 @@ import (
 // for a message, a re-check or ctx. Used only to know, from outside, that
 // waiters are waiting.
 func syncParked(method string) int {
+	return parkedIn(method, "github.com/holdfast-go/holdfast/rlock.await[",
+		"github.com/holdfast-go/holdfast/rlock.(*Client).waitPermits(")
+}
+
+// parkedIn returns how many goroutines of this process, on behalf of a call
+// whose stack names method, sleep in a select whose first frame outside the
+// runtime starts with one of selects.
+func parkedIn(method string, selects ...string) int {
 	count := 0
 	for _, g := range goroutineStacks() {
 		header, rest, _ := strings.Cut(g, "\n")
 		if !strings.Contains(header, "[select") || !strings.Contains(rest, method) {
 			continue
 		}
-		// The first frame outside the runtime is the wait's select.
 		for _, line := range strings.Split(rest, "\n") {
 			if strings.HasPrefix(line, "\t") || strings.HasPrefix(line, "runtime.") {
 				continue
 			}
-			if strings.HasPrefix(line, "github.com/holdfast-go/holdfast/rlock.await[") ||
-				strings.HasPrefix(line, "github.com/holdfast-go/holdfast/rlock.(*Client).waitPermits(") {
-				count++
+			for _, s := range selects {
+				if strings.HasPrefix(line, s) {
+					count++
+					break
+				}
 			}
 			break
 		}

@@ -109,6 +109,25 @@ func oneHeldPermit(t *testing.T, k syncKind) heldPermit {
 	return heldPermit{ctx, redistest.Shared(t).Client(t), c, h, name, release}
 }
 
+// acquireQueued starts an acquisition of one permit on q's client and
+// returns once it waits, parked in the client's queue.
+func (q heldPermit) acquireQueued(t *testing.T, k syncKind) <-chan syncGot[func(context.Context) error] {
+	t.Helper()
+	return queueParked(t, k, func() (func(context.Context) error, error) { return k.acquire(q.ctx, q.c, q.name, 1) })
+}
+
+// headLooked waits until the queue's first waiter listens and the set-up's
+// scripts have run (TrySetPermits, the holder's acquisition, the waiter's own
+// attempt and its attempt once subscribed: await's), and returns how many
+// scripts q's client has run.
+func (q heldPermit) headLooked(t *testing.T) int64 {
+	t.Helper()
+	syncAwaitSubs(t, q.admin, syncSemChannel(q.name), 1)
+	require.Eventually(t, func() bool { return q.h.scripts.Load() >= 4 }, 5*time.Second, time.Millisecond,
+		"the waiter made its attempt once subscribed")
+	return q.h.scripts.Load()
+}
+
 // isRelease reports whether cmd runs a semaphore's release script: its keys
 // name both the channel it publishes on and a request key (an acquisition's
 // script names one of the two at most).
@@ -138,19 +157,13 @@ func TestSemaphoreReleaseHandsOffInItsRoundTrip(t *testing.T) {
 	for _, k := range syncKinds {
 		t.Run(k.kind, func(t *testing.T) {
 			q := oneHeldPermit(t, k)
-			ctx, admin, c, h, name, release := q.ctx, q.admin, q.c, q.h, q.name, q.release
-			got := queueParked(t, k, func() (func(context.Context) error, error) { return k.acquire(ctx, c, name, 1) })
-			syncAwaitSubs(t, admin, syncSemChannel(name), 1)
+			ctx, admin, h, name, release := q.ctx, q.admin, q.h, q.name, q.release
+			got := q.acquireQueued(t, k)
+			before := q.headLooked(t)
 			sub := admin.Subscribe(ctx, syncSemChannel(name))
 			t.Cleanup(func() { _ = sub.Close() })
 			_, err := sub.Receive(ctx)
 			require.NoError(t, err)
-
-			// The set-up's scripts: TrySetPermits, the holder's acquisition, the
-			// waiter's own attempt and its attempt once subscribed (await).
-			require.Eventually(t, func() bool { return h.scripts.Load() >= 4 }, 5*time.Second, time.Millisecond,
-				"the waiter made its attempt once subscribed")
-			before := h.scripts.Load()
 			require.NoError(t, release(ctx))
 			g := syncAwait(t, got, 2*time.Second, "the waiter, handed the permit")
 			require.NoError(t, g.err)
@@ -175,16 +188,10 @@ func TestSemaphoreNewHeadTrustsTheQueuesSubscription(t *testing.T) {
 	for _, k := range syncKinds {
 		t.Run(k.kind, func(t *testing.T) {
 			q := oneHeldPermit(t, k)
-			ctx, admin, c, h, name, release := q.ctx, q.admin, q.c, q.h, q.name, q.release
-			first := queueParked(t, k, func() (func(context.Context) error, error) { return k.acquire(ctx, c, name, 1) })
-			second := queueParked(t, k, func() (func(context.Context) error, error) { return k.acquire(ctx, c, name, 1) })
-			syncAwaitSubs(t, admin, syncSemChannel(name), 1)
-			// TrySetPermits, the holder's acquisition, the first waiter's own
-			// attempt and its attempt once subscribed; the second queued
-			// behind it without a round trip.
-			require.Eventually(t, func() bool { return h.scripts.Load() >= 4 }, 5*time.Second, time.Millisecond,
-				"the first waiter made its attempt once subscribed")
-			before := h.scripts.Load()
+			ctx, admin, h, name, release := q.ctx, q.admin, q.h, q.name, q.release
+			first := q.acquireQueued(t, k)
+			second := q.acquireQueued(t, k) // behind the first, without a round trip
+			before := q.headLooked(t)
 
 			require.NoError(t, release(ctx))
 			g1 := syncAwait(t, first, 2*time.Second, "the first waiter, handed the permit")
@@ -207,25 +214,8 @@ func TestSemaphoreNewHeadTrustsTheQueuesSubscription(t *testing.T) {
 // has done.
 func awaitHeadParked(t *testing.T, method string) {
 	t.Helper()
-	parked := func() bool {
-		for _, g := range goroutineStacks() {
-			header, rest, _ := strings.Cut(g, "\n")
-			if !strings.Contains(header, "[select") || !strings.Contains(rest, method) {
-				continue
-			}
-			for _, line := range strings.Split(rest, "\n") {
-				if strings.HasPrefix(line, "\t") || strings.HasPrefix(line, "runtime.") {
-					continue
-				}
-				if strings.HasPrefix(line, "github.com/holdfast-go/holdfast/rlock.await[") {
-					return true
-				}
-				break
-			}
-		}
-		return false
-	}
-	require.Eventually(t, parked, 5*time.Second, 2*time.Millisecond, "a head parked in %s", method)
+	require.Eventually(t, func() bool { return parkedIn(method, "github.com/holdfast-go/holdfast/rlock.await[") > 0 },
+		5*time.Second, 2*time.Millisecond, "a head parked in %s", method)
 }
 
 // TestSemaphoreWaiterLeftDuringHandOffGivesBack: a waiter whose ctx ends
