@@ -35,10 +35,9 @@ if held then
     return '=' .. held
   end
 end
-return counted(nil, KEYS[1], function()
+return counted(nil, KEYS[1], function(v)
   local count = tonumber(ARGV[3])
-  reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[1], count, ARGV[2])
-  local v = counter(KEYS[1])
+  v = reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[1], count, ARGV[2]) or v
   if v ~= nil and v >= count then
     local served, taken = serve(KEYS[2], v, 3)
     redis.call('decrby', KEYS[1], taken)

@@ -11,9 +11,8 @@
 --
 -- Returns N's value (0 when absent), Z's size, or their sum (0 when N is
 -- absent, whatever Z holds, as Redisson does).
-return counted(nil, KEYS[1], function()
-  reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[1], nil, ARGV[2])
-  local v = counter(KEYS[1])
+return counted(nil, KEYS[1], function(v)
+  v = reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[1], nil, ARGV[2]) or v
   if ARGV[3] == 'available' then
     return v or 0
   end

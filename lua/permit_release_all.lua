@@ -21,7 +21,7 @@
 -- left). The first execution answers r + (k + 1) × the waiters served (one
 -- integer: no array to parse); a second one, from the record, r alone (the
 -- waiters' ids in Z are their record).
-return counted(KEYS[4], KEYS[1], function()
+return counted(KEYS[4], KEYS[1], function(v)
   local now, k = tonumber(ARGV[1]), tonumber(ARGV[4])
   for i = 6, 5 + k do
     local score = redis.call('zscore', KEYS[2], ARGV[i])
@@ -29,11 +29,11 @@ return counted(KEYS[4], KEYS[1], function()
       return 0
     end
   end
-  reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[1], nil, ARGV[2])
+  v = reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[1], nil, ARGV[2]) or v
   local r = redis.call('zrem', KEYS[2], unpack(ARGV, 6, 5 + k))
   local served, taken = 0, 0
   if #ARGV >= 6 + k and (ARGV[5] ~= '1' or redis.call('pubsub', 'numsub', KEYS[3])[2] <= 1) then
-    served, taken = serve(KEYS[2], (counter(KEYS[1]) or 0) + r, 6 + k)
+    served, taken = serve(KEYS[2], (v or 0) + r, 6 + k)
   end
   redis.call('incrby', KEYS[1], r - taken)
   if served == 0 or r > taken then

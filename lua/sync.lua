@@ -19,6 +19,7 @@ end
 -- reclaim returns to the pool n the permits of the zset z whose expiry (score)
 -- is not after now, at most limit of them when limit is given, and publishes the
 -- new available count on c when it is positive (Redisson's reclaim step, §2.12).
+-- It returns that count, or nil when no permit had expired (n is unchanged).
 local function reclaim(n, z, c, now, limit, publish)
   local expired
   if limit then
@@ -34,6 +35,7 @@ local function reclaim(n, z, c, now, limit, publish)
   if v > 0 then
     redis.call(publish, c, v)
   end
+  return v
 end
 
 -- A request key (holdfast_request:{N}:<id>) records that one call ran, for
