@@ -69,9 +69,13 @@ const (
 	RenewOK     RenewOutcome = iota + 1 // renewed: "ok"
 	RenewFailed                         // the round's command failed; retried next round: "failed"
 	RenewLost                           // the hold was gone from Redis: "lost"
+	// RenewUnreplicated: Redis renewed the hold, but fewer replicas than
+	// required acknowledged it (WithReplicaAcks): the renewal counts for
+	// nothing, the hold's deadline stays where it was: "unreplicated".
+	RenewUnreplicated
 )
 
-var renewOutcomes = [...]string{"unknown", "ok", "failed", "lost"}
+var renewOutcomes = [...]string{"unknown", "ok", "failed", "lost", "unreplicated"}
 
 // String returns the renewal outcome's attribute value.
 func (o RenewOutcome) String() string { return enumString(renewOutcomes[:], int(o)) }
@@ -86,9 +90,13 @@ const (
 	LossRenewal                          // a renewal found it gone: "renewal"
 	LossDeadline                         // no renewal was confirmed before its deadline: "deadline"
 	LossOther                            // anything else (Redis answered the owner's count as gone, the key replaced by another type): "other"
+	// LossUnreplicated: its deadline passed while Redis renewed it but too
+	// few replicas acknowledged the renewals (WithReplicaAcks): a failover
+	// to a replica could have let the hold expire by then: "unreplicated".
+	LossUnreplicated
 )
 
-var lossCauses = [...]string{"unknown", "invalidated", "renewal", "deadline", "other"}
+var lossCauses = [...]string{"unknown", "invalidated", "renewal", "deadline", "other", "unreplicated"}
 
 // String returns the loss cause's attribute value.
 func (c LossCause) String() string { return enumString(lossCauses[:], int(c)) }

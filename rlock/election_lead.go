@@ -80,7 +80,9 @@ func (l *Leadership) Proclaim(ctx context.Context, value string) (err error) {
 
 // Resign gives the leadership up: it releases the election's lock, which
 // wakes the next candidate at once, and then clears the leader record and
-// announces that there is no leader. Like Lease.Unlock, it is bounded by the
+// announces that there is no leader. The leadership ends (Err says
+// ErrUnlocked, Done closes) before the release is sent: the next candidate
+// may lead as soon as it runs, before its reply comes back. Like Lease.Unlock, it is bounded by the
 // client's release timeout, not by ctx's cancellation. It returns the
 // release's error (see Lease.Unlock): an error matching ErrNotLeader (and
 // ErrNotHeld, or after Close ErrClosed) when the leadership had already

@@ -66,6 +66,14 @@ func (e *ending) restate(err error) {
 	}
 }
 
+// settle gives e its final reason err: it ends e with err, or, when e ended
+// already (as its release was sent), restates why.
+func (e *ending) settle(err error) {
+	if !e.end(err) {
+		e.restate(err)
+	}
+}
+
 // onEnd calls f with the reason when e ends, at once if it has.
 func (e *ending) onEnd(f func(error)) {
 	e.mu.Lock()

@@ -155,13 +155,14 @@ func (e *lockEntry) acquired(o *owner, field lua.Text, l *Lease, count int64) *h
 	return h
 }
 
-// ended takes h out, its leases ended with err, and reports whether it was in.
+// ended takes h out, its leases ended with err (those whose release was sent
+// ended then: err is now why), and reports whether it was in.
 func (e *lockEntry) ended(h *hold, err error) bool {
 	if e.holdOf(h.owner) != h {
 		return false
 	}
 	for _, l := range h.leases {
-		l.ended.end(err)
+		l.ended.settle(err)
 	}
 	h.leases = h.leasesBuf[:0]
 	h.count = 0

@@ -39,8 +39,8 @@ func (l *Lease) Name() string { return l.h.e.name }
 // the holder, as HGETALL on the lock and holdfast status show it.
 func (l *Lease) Holder() string { return l.h.field.String() }
 
-// Done returns a channel that is closed when the lease ends: after Unlock, when
-// the hold is lost (its lease ran out, a renewal found the lock gone, or no
+// Done returns a channel that is closed when the lease ends: as Unlock sends
+// its release (before Redis answers: see Err), when the hold is lost (its lease ran out, a renewal found the lock gone, or no
 // renewal was confirmed in time), or when the Client is closed. It closes at the
 // lease's deadline even if no renewal round ran: the last confirmed renewal's
 // (or the acquisition's) send time plus the lease, on the monotonic clock. A
@@ -53,7 +53,11 @@ func (l *Lease) Done() <-chan struct{} {
 }
 
 // Err returns nil while the lease is held, and once it ended why: an error
-// matching ErrUnlocked, ErrLockLost, ErrUnlockUnconfirmed or ErrClosed. It never
+// matching ErrUnlocked, ErrLockLost, ErrUnlockUnconfirmed or ErrClosed. The
+// lease ends as Unlock sends its release, before Redis answers, since the next
+// holder may hold the lock as soon as the release runs: from then on Err says
+// ErrUnlocked, until the reply says otherwise (ErrUnlockUnconfirmed when it
+// does not come; ErrLockLost when the hold had ended before). It never
 // returns nil past the lease's deadline (see Done): it compares the deadline with
 // the monotonic clock when called, so a holder that checks Err right before each
 // write to the protected resource never writes after its lease may have run out,
@@ -72,7 +76,7 @@ func (l *Lease) Err() error {
 
 // Unlock gives the lease back: the owner's hold count goes down by one, and the
 // lock is released when it reaches zero (see Mutex for what happens then). It
-// makes one round trip. The release does not end with ctx (an Unlock deferred
+// makes one round trip. The lease ends (Err, Done) before the release is sent. The release does not end with ctx (an Unlock deferred
 // with a ctx that has ended, such as a finished request's, still releases): it
 // is bounded by the client's release timeout instead (WithReleaseTimeout), and
 // ctx gives it only its values.

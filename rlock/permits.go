@@ -49,7 +49,7 @@ func (s *ExpirableSemaphore) grant(ctx context.Context, ids []string, sent time.
 	}
 	p.seen = c.obs.holdStarted(observe.KindExpirableSemaphore, s.o.name, sent) // before the watchdog may end p
 	for _, id := range ids {
-		p.holds = append(p.holds, c.wd.Watch(s.keys.Renewal(id), deadline, lease == 0, p.lose))
+		p.holds = append(p.holds, c.wd.Watch(s.keys.Renewal(id), deadline, lease == 0, c.opts.acks, p.lose))
 	}
 	p.mu.Unlock()
 	return p, 0, nil
@@ -140,15 +140,38 @@ func (p *Permits) finish(err error) bool {
 	if !p.ended.end(err) {
 		return false
 	}
+	p.forget(err)
+	return true
+}
+
+// forget stops p's holds and forgets p, which ended with err.
+func (p *Permits) forget(err error) {
 	p.stopHolds()
 	c := p.s.o.c
 	c.obs.holdEnded(p.seen, err)
 	c.closing.remove(p)
-	return true
+}
+
+// sent ends p as its release (Release, Close) is sent, with err: the handle
+// stops saying valid before the release leaves, whatever the reply (a waiter
+// may hold the permits a moment after the release runs). It reports whether
+// it ended p, and the release's outcome is then for the caller to settle
+// (settled); false when p had ended before (lost), which forgot it then.
+func (p *Permits) sent(err error) bool {
+	p.stopHolds()
+	return p.ended.end(err)
+}
+
+// settled gives p, ended by sent, the reason its release's outcome says.
+func (p *Permits) settled(err error) {
+	p.ended.restate(err)
+	p.forget(err)
 }
 
 // Release gives the permits back (all of them, in one round trip bounded by
-// the client's release timeout, not by ctx), waking waiters. Permits already
+// the client's release timeout, not by ctx), waking waiters. The handle ends
+// (Err says ErrReleased, Done closes) before the release is sent, since a
+// waiter may hold the permits as soon as it runs; the reply then settles why. Permits already
 // given back give an error matching ErrNoSuchPermit. Permits whose handle
 // ended (lost) are still sent back, in case Redis has them yet (a lease
 // extended by UpdateLease, say): nil if it had, else an error matching
@@ -163,23 +186,27 @@ func (p *Permits) Release(ctx context.Context) (err error) {
 	if !p.claim() {
 		return fmt.Errorf("%w: %w", ErrNoSuchPermit, p.ended.Err())
 	}
-	p.stopHolds()
+	mine := p.sent(releasedError{p})
 	lost := p.ended.Err()
 	err = p.s.release(ctx, p.raw, nil)
 	switch {
 	case err == nil:
-		p.finish(releasedError{p})
+		if mine {
+			p.settled(releasedError{p})
+		}
 		return nil
-	case errors.Is(err, ErrNoSuchPermit) && lost != nil:
+	case errors.Is(err, ErrNoSuchPermit) && !mine:
 		return fmt.Errorf("%w: %w", err, lost)
 	case errors.Is(err, ErrNoSuchPermit):
-		p.finish(fmt.Errorf("%w: %w", ErrPermitLost, err))
+		p.settled(fmt.Errorf("%w: %w", ErrPermitLost, err))
 		return err
 	}
 	p.unclaim()
 	err = fmt.Errorf("%w: semaphore %s: release of permits %v not confirmed (%w); they are no longer renewed and return within their lease",
 		ErrUnlockUnconfirmed, quote(p.s.o.name), p.IDs(), err)
-	p.finish(err)
+	if mine {
+		p.settled(err)
+	}
 	return err
 }
 
@@ -237,11 +264,14 @@ func (p *Permits) closeHold() {
 	if !p.claim() {
 		return
 	}
+	mine := p.sent(fmt.Errorf("%w: semaphore %s: permits %v are being released by Close", ErrClosed, quote(p.s.o.name), p.IDs()))
 	err := p.s.release(context.Background(), p.raw, nil)
 	if err != nil {
 		err = fmt.Errorf("%w: semaphore %s: Close could not release permits %v (%w)", ErrClosed, quote(p.s.o.name), p.IDs(), err)
 	} else {
 		err = fmt.Errorf("%w: semaphore %s: permits %v released by Close", ErrClosed, quote(p.s.o.name), p.IDs())
 	}
-	p.finish(err)
+	if mine {
+		p.settled(err)
+	}
 }

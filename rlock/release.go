@@ -27,7 +27,7 @@ func (c *Client) release(ctx context.Context, l *Lease) (*Lease, error) {
 	}
 	publish := c.publishCommand(ctx)
 	for try := 0; ; try++ {
-		req, err := c.prepareRelease(l, publish)
+		req, err := c.prepareRelease(l, publish, try > 0)
 		if err != nil {
 			return nil, err
 		}
@@ -43,7 +43,7 @@ func (c *Client) release(ctx context.Context, l *Lease) (*Lease, error) {
 		}
 		switch {
 		case again && try > 0:
-			return nil, fmt.Errorf("%w: unlock %s", ErrConflict, quote(name))
+			return nil, c.conflict(l)
 		case !again && err == nil && r.Acked < req.a.Acks.Replicas:
 			return back, &NotReplicatedError{Lock: name, Unlock: true, Acked: r.Acked, Wanted: req.a.Acks.Replicas, Timeout: req.a.Acks.Timeout}
 		case !again:
@@ -95,18 +95,24 @@ func (c *Client) resend(ctx context.Context, l *Lease, a lua.ReleaseArgs) error 
 	return nil
 }
 
-// prepareRelease builds the release of l. The owner's last lease releases every
-// hold it has, and may hand the lock to the head of the queue.
-func (c *Client) prepareRelease(l *Lease, publish string) (releaseReq, error) {
+// prepareRelease builds the release of l, and ends l: a handle stops saying
+// valid before its release leaves, whatever the reply (the next holder may
+// hold the lock a moment after the release runs, before its reply arrives);
+// the reply then settles why it ended. again: l's release is sent once more
+// (after a resynchronisation), l has ended already. The owner's last lease
+// releases every hold it has, and may hand the lock to the head of the queue.
+func (c *Client) prepareRelease(l *Lease, publish string, again bool) (releaseReq, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h := l.h
 	switch ended := l.ended.Err(); {
+	case again:
 	case errors.Is(ended, ErrClosed) || errors.Is(ended, ErrUnlockUnconfirmed):
 		return releaseReq{}, ended // it says what became of the hold
 	case ended != nil:
 		return releaseReq{}, fmt.Errorf("%w: %s: %w", ErrNotHeld, quote(h.e.name), ended)
 	}
+	l.ended.end(ErrUnlocked)
 	req := releaseReq{l: l, a: lua.ReleaseArgs{
 		Lock: h.e.lk.Lock, Field: h.field, Expected: h.count, Levels: 1, Latch: h.e.lk.NewLatch(),
 		LatchTTL: c.latchTTL, Publish: publish, Quiet: h.e.lk.spin != nil, Acks: l.acks,
@@ -129,6 +135,26 @@ func (c *Client) prepareRelease(l *Lease, publish string) (releaseReq, error) {
 		req.a.Streak = h.e.pace.limit()
 	}
 	return req, nil
+}
+
+// conflict ends l, whose release found the owner's hold count changed under
+// it twice (it did not run), and returns the ErrConflict error it ended with.
+// The lease ended as its release was sent; the owner's other leases keep the
+// hold, whose count the next call resynchronises; the owner's last lease ends
+// the hold, no longer renewed, so that the lock expires within its lease.
+func (c *Client) conflict(l *Lease) error {
+	h := l.h
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err := fmt.Errorf("%w: unlock %s: the owner's hold count kept changing; not renewed, the lock expires within %v",
+		ErrConflict, quote(h.e.name), h.expiresWithin(c.opts).Round(time.Millisecond))
+	left := h.gaveBack(l, 0)
+	l.ended.settle(err)
+	if left == 0 {
+		c.endHold(h, err)
+		c.forget(h.e)
+	}
+	return err
 }
 
 // releaseFailed handles a release without an answer (a timeout, Redis
@@ -187,7 +213,7 @@ func (l *Lease) unconfirmed(final bool, err error) error {
 	switch {
 	case !final:
 		u.Others = h.gaveBack(l, 0)
-		l.ended.end(u)
+		l.ended.settle(u)
 	default:
 		u.ExpiresWithin = h.expiresWithin(l.c.opts)
 	}
@@ -206,8 +232,11 @@ func (c *Client) released(req *releaseReq, r lua.ReleaseReply) (back *Lease, aga
 	switch r.Outcome {
 	case lua.Partial:
 		h.gaveBack(l, req.a.Levels)
-		l.ended.end(ErrUnlocked)
-		h.wd.Update(req.sent.Add(req.a.Lease.Duration()), h.renewed())
+		deadline := req.sent.Add(req.a.Lease.Duration())
+		if d := h.wd.Deadline(); r.Acked < req.a.Acks.Replicas && d.Before(deadline) {
+			deadline = d // a lease the replicas may not have moves nothing
+		}
+		h.wd.Update(deadline, h.renewed())
 		return nil, false, nil
 	case lua.Released:
 		c.endHold(h, ErrUnlocked)

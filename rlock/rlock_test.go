@@ -193,7 +193,8 @@ func TestConflictIsTyped(t *testing.T) {
 		return lua.ReleaseReply{Outcome: lua.Resync, Count: a.Expected + 5}, nil
 	}
 	require.ErrorIs(t, inner.Unlock(ctx), ErrConflict)
-	require.NoError(t, inner.Err(), "a failed unlock leaves the lease open")
+	require.ErrorIs(t, inner.Err(), ErrConflict, "a lease ends as its release is sent, and says why it failed")
+	require.NoError(t, outer.Err(), "the owner's other lease keeps the hold")
 	c.backend.release = func(context.Context, lua.ReleaseArgs) (lua.ReleaseReply, error) {
 		return lua.ReleaseReply{Outcome: lua.Released}, nil
 	}

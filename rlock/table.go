@@ -45,7 +45,7 @@ func (c *Client) grant(o *owner, lk *lockDef, a lua.AcquireArgs, lo lockOptions,
 	deadline := sent.Add(a.Lease.Duration())
 	if h.wd == nil {
 		h.seen = c.obs.holdStarted(lk.seen, lk.Name(), sent)
-		h.wd = c.wd.Watch(lk.Renewal(h.field.String()), deadline, h.renewed(), func(reason error) { c.lose(h, reason) })
+		h.wd = c.wd.Watch(lk.Renewal(h.field.String()), deadline, h.renewed(), a.Acks, func(reason error) { c.lose(h, reason) })
 	} else {
 		h.wd.Update(deadline, h.renewed())
 	}
@@ -121,7 +121,8 @@ func (c *Client) lose(h *hold, reason error) {
 }
 
 // releaseHolds gives back, at Close, every hold still open but those whose
-// Unlock is in flight, and ends their leases with ErrClosed.
+// Unlock is in flight, and ends their leases with ErrClosed: as the release
+// is sent, then with what it found.
 func (c *Client) releaseHolds() {
 	ctx, cancel := context.WithTimeout(context.Background(), c.opts.releaseTimeout)
 	defer cancel()
@@ -135,6 +136,9 @@ func (c *Client) releaseHolds() {
 				continue // its Unlock ends it
 			}
 			h.beginRelease()
+			for _, l := range h.leases { // a handle ends as its release is sent
+				l.ended.end(fmt.Errorf("%w: %s is being released by Close", ErrClosed, quote(e.name)))
+			}
 			holds = append(holds, h)
 			args = append(args, lua.ReleaseArgs{Lock: e.lk.Lock, Field: h.field, Expected: h.count, Levels: h.count,
 				Latch: e.lk.NewLatch(), LatchTTL: c.latchTTL, Publish: publish, Quiet: e.lk.spin != nil})
