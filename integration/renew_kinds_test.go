@@ -54,7 +54,7 @@ func watchPermit(t testing.TB, rdb *redis.Client, name, id string, timeout time.
 	w := watchdog.New(rdb, watchdog.Options{Timeout: timeout})
 	t.Cleanup(w.Close)
 	lost := make(chan error, 1)
-	w.Watch(lua.PermitRenewal(name, id), time.Now().Add(timeout), true, func(err error) { lost <- err })
+	w.Watch(lua.PermitRenewal(name, id), time.Now().Add(timeout), true, lua.Acks{}, func(err error) { lost <- err })
 	return w, lost
 }
 
@@ -238,8 +238,8 @@ func TestRenewKindsWrongType(t *testing.T) {
 	w := watchdog.New(rdb, watchdog.Options{Timeout: timeout})
 	t.Cleanup(w.Close)
 	badLost, goodLost := make(chan error, 1), make(chan error, 1)
-	w.Watch(lua.Renewal{Kind: lua.RenewPermit, Key: hash, Member: "f"}, time.Now().Add(timeout), true, func(err error) { badLost <- err })
-	w.Watch(lua.PermitRenewal(semName, id), time.Now().Add(timeout), true, func(err error) { goodLost <- err })
+	w.Watch(lua.Renewal{Kind: lua.RenewPermit, Key: hash, Member: "f"}, time.Now().Add(timeout), true, lua.Acks{}, func(err error) { badLost <- err })
+	w.Watch(lua.PermitRenewal(semName, id), time.Now().Add(timeout), true, lua.Acks{}, func(err error) { goodLost <- err })
 	select {
 	case err := <-badLost:
 		require.ErrorIs(t, err, watchdog.ErrGone)

@@ -48,10 +48,11 @@ type node struct {
 	reader *redis.Client
 	news   *redis.Client
 
-	at    atomic.Pointer[newsConn] // news' current connection, once made
-	on    atomic.Pointer[string]   // the run_id of reader's server, once it tracks
-	stale atomic.Bool              // news is not on reader's server: dial again
-	mode  atomic.Uint32
+	at     atomic.Pointer[newsConn] // news' current connection, once made
+	on     atomic.Pointer[string]   // the run_id of reader's server, once it tracks
+	dialed atomic.Pointer[string]   // the address reader's last connection reached, through Sentinel
+	stale  atomic.Bool              // news is not on reader's server: dial again
+	mode   atomic.Uint32
 
 	mu     sync.Mutex
 	ps     *redis.PubSub // news' subscription, replaced when stale
@@ -78,11 +79,30 @@ func newNode(t *tracker, addr string, opts *redis.Options) *node {
 	ro.PipelinePoolSize = -1 // the checks' pipelines on that one tracked connection
 	ro.ConnMaxIdleTime = -1
 	ro.OnConnect = connected(opts.OnConnect, ReaderName, n.readerConnected)
+	if dial := opts.Dialer; addr == sentinelAddr && dial != nil {
+		ro.Dialer = func(ctx context.Context, network, a string) (net.Conn, error) {
+			cn, err := dial(ctx, network, a)
+			if err == nil {
+				remote := cn.RemoteAddr().String()
+				n.dialed.Store(&remote)
+			}
+			return cn, err
+		}
+	}
 	no.PoolSize, no.MinIdleConns, no.MaxIdleConns, no.Protocol = 1, 0, 1, 2
 	no.OnConnect = connected(opts.OnConnect, NewsName, n.newsConnected)
 	n.reader, n.news = redis.NewClient(&ro), redis.NewClient(&no)
 	t.listeners.Go(n.listen)
 	return n
+}
+
+// remote returns the address of the server the reader's last connection
+// reached through Sentinel; "" when unknown.
+func (n *node) remote() string {
+	if p := n.dialed.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // runID returns the run_id of the server c's commands reach.

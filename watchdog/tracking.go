@@ -363,7 +363,6 @@ func (t *tracker) retry(hs []*Hold) {
 // so that they stay tracked (NOLOOP: the renewal's own change is no news);
 // the others (a node that refused tracking, one not found) to the client.
 func (t *tracker) route(ctx context.Context, batches [][]*Hold) []route {
-	t.followPrimary(ctx)
 	byNode := make(map[*node]*route)
 	plain := &route{c: t.rdb}
 	var out []route
@@ -387,43 +386,27 @@ func (t *tracker) route(ctx context.Context, batches [][]*Hold) []route {
 	return out
 }
 
-// sentinelAddr is the address go-redis gives a client of NewFailoverClient:
-// its primary is the one the Sentinels name, and changes with them.
-const sentinelAddr = "FailoverClient"
-
-// followPrimary, before each renewal round of a client through Sentinel,
-// checks that the node's reader is on the server the client's commands reach
-// (one INFO per round), and replaces the node when it is not. At a failover
-// go-redis closes its own connections to the old primary, not the tracker's:
-// while the old primary lives on as a primary (the Sentinels fail over twice,
-// or cannot reach it), the reader's renewals would extend the hold there, and
-// the hold would be believed held while it expires on the new primary. The
-// new node dials the new primary and looks at every hold.
-func (t *tracker) followPrimary(ctx context.Context) {
-	c, ok := t.rdb.(*redis.Client)
-	if !ok || c.Options().Addr != sentinelAddr {
-		return
-	}
+// primaryIs hears from followPrimary that the Sentinels name addr as the
+// primary. When the node's reader is connected elsewhere (a failover it did
+// not follow), it replaces the node, which dials the new primary and looks at
+// every hold, and reports true: the renewals went to a server that is no
+// longer the primary, and extended the holds where nobody else looks.
+func (t *tracker) primaryIs(addr string) bool {
 	t.mu.Lock()
 	n := t.nodes[sentinelAddr]
-	t.mu.Unlock()
-	if n == nil || n.on.Load() == nil {
-		return // no node yet, or its reader does not track: the renewals go through c
+	if n == nil || n.remote() == "" || n.remote() == addr {
+		t.mu.Unlock()
+		return false
 	}
-	run, err := runID(ctx, c)
-	if err != nil || run == *n.on.Load() {
-		return
-	}
-	t.mu.Lock()
-	if t.nodes[sentinelAddr] == n {
-		delete(t.nodes, sentinelAddr)
-	}
+	delete(t.nodes, sentinelAddr)
 	t.mu.Unlock()
 	if t.log != nil {
 		t.log.Warn(observe.EventTracking, observe.AttrNode, sentinelAddr,
-			"error", "the tracker's connections were on another server than the client's (a failover): dialling again")
+			"error", "the Sentinels name another primary than the server the tracker reads (a failover): dialling again")
 	}
 	n.close()
+	t.changed(nil) // the holds are looked at on the new node
+	return true
 }
 
 // renewals returns what the holds of b are.

@@ -4,7 +4,9 @@ import (
 	"container/heap"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -30,6 +32,10 @@ var (
 	// ErrShortened: Redis said the hold's lease was cut short (a PEXPIRE from
 	// outside, say), and it ran out.
 	ErrShortened = errors.New("its lease was cut short in Redis and ran out")
+	// ErrUnreplicated: Redis renewed the hold, but too few replicas
+	// acknowledged the renewals (Options.Acks) before its deadline, which
+	// therefore did not move: a replica promoted then lets it expire.
+	ErrUnreplicated = errors.New("its renewals were not acknowledged by enough replicas before the lease ran out")
 )
 
 // Cause returns how the client learnt of a loss whose reason (what OnLost
@@ -42,6 +48,8 @@ func Cause(err error) observe.LossCause {
 		return observe.LossRenewal
 	case errors.Is(err, ErrNotRenewed), errors.Is(err, ErrLeaseEnded):
 		return observe.LossDeadline
+	case errors.Is(err, ErrUnreplicated):
+		return observe.LossUnreplicated
 	}
 	return observe.LossOther
 }
@@ -96,12 +104,14 @@ type Watchdog struct {
 	byKey    map[string][]*Hold // every hold of deadline, by its key
 	closed   bool
 
-	trk    *tracker // nil unless Options.Track
-	poke   chan struct{}
-	wakeAt time.Time       // when the loop wakes next; guarded by mu
-	ctx    context.Context // cancelled by Close
-	cancel context.CancelFunc
-	done   chan struct{}
+	trk       *tracker // nil unless Options.Track
+	poke      chan struct{}
+	renewNow  chan struct{}   // run a renewal round at once (followPrimary)
+	followers sync.WaitGroup  // followPrimary
+	wakeAt    time.Time       // when the loop wakes next; guarded by mu
+	ctx       context.Context // cancelled by Close
+	cancel    context.CancelFunc
+	done      chan struct{}
 }
 
 // Hold is one watched hold: of a lock, a read lock, or a permit. Its fields
@@ -109,12 +119,14 @@ type Watchdog struct {
 type Hold struct {
 	lua.Renewal             // what is renewed: the kind, the key, the member in it
 	OnLost      func(error) // called once, on the watchdog's goroutine, if the hold is lost
+	Acks        lua.Acks    // the replicas that must acknowledge its renewals (see Watch)
 	w           *Watchdog
 	renew       bool      // renewed by the watchdog; else a fixed lease
 	due         time.Time // the deadline, monotonic
 	index       int       // position in the deadline heap; -1 once stopped or past due
 	stopped     bool      // Stop was called
 	cut         bool      // due was brought forward by what Redis said (see apply)
+	unacked     bool      // its last renewal was confirmed but not acknowledged by enough replicas
 	releasing   bool      // a release is in flight: the tracker does not look at it
 	fresh       bool      // the tracker has yet to look at it as a new hold (guarded by the tracker's mu)
 	freshAt     time.Time // when it became one
@@ -136,19 +148,24 @@ func New(rdb redis.UniversalClient, opts Options) *Watchdog {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &Watchdog{
-		rdb:     rdb,
-		opts:    opts,
-		renewed: make(map[*Hold]struct{}),
-		byKey:   make(map[string][]*Hold),
-		poke:    make(chan struct{}, 1),
-		ctx:     ctx,
-		cancel:  cancel,
-		done:    make(chan struct{}),
+		rdb:      rdb,
+		opts:     opts,
+		renewed:  make(map[*Hold]struct{}),
+		byKey:    make(map[string][]*Hold),
+		poke:     make(chan struct{}, 1),
+		renewNow: make(chan struct{}, 1),
+		ctx:      ctx,
+		cancel:   cancel,
+		done:     make(chan struct{}),
 	}
 	if opts.Track {
 		w.trk = newTracker(w, rdb)
 	}
 	go w.run()
+	if dial := sentinelDialer(rdb); dial != nil {
+		w.followers.Add(1)
+		go w.followPrimary(dial)
+	}
 	return w
 }
 
@@ -159,8 +176,16 @@ func New(rdb redis.UniversalClient, opts Options) *Watchdog {
 // Interval; otherwise it only watches the deadline. onLost is called at most once,
 // without any watchdog lock held. After Close, Watch returns a hold that is never
 // renewed nor reported.
-func (w *Watchdog) Watch(r lua.Renewal, deadline time.Time, renew bool, onLost func(error)) *Hold {
-	h := &Hold{Renewal: r, OnLost: onLost, w: w, renew: renew, due: deadline, index: -1}
+//
+// With acks.Replicas > 0, the rounds that renew the hold wait for that many
+// replicas of its node (WAIT, behind the node's renewals in the same round
+// trip, for at most acks.Timeout), and a renewal moves the hold's deadline
+// only when they acknowledged it. A hold whose renewals Redis confirmed but
+// too few replicas acknowledged keeps its deadline, and is lost at it with
+// ErrUnreplicated: by then a replica promoted in a failover lets it expire
+// too.
+func (w *Watchdog) Watch(r lua.Renewal, deadline time.Time, renew bool, acks lua.Acks, onLost func(error)) *Hold {
+	h := &Hold{Renewal: r, OnLost: onLost, Acks: acks, w: w, renew: renew, due: deadline, index: -1}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -203,7 +228,7 @@ func (h *Hold) Update(deadline time.Time, renew bool) {
 	if h.index < 0 {
 		return
 	}
-	h.due, h.cut = deadline, false
+	h.due, h.cut, h.unacked = deadline, false, false
 	heap.Fix(&w.deadline, h.index)
 	h.renew = renew
 	if renew {
@@ -287,8 +312,11 @@ func (h *Hold) Overdue(now time.Time) error {
 
 // lostReason is why a hold past its deadline is lost.
 func (h *Hold) lostReason() error {
-	if h.cut {
+	switch {
+	case h.cut:
 		return ErrShortened
+	case h.unacked:
+		return ErrUnreplicated
 	}
 	if h.renew {
 		return ErrNotRenewed
@@ -319,6 +347,7 @@ func (w *Watchdog) Close() {
 	w.mu.Unlock()
 	w.cancel()
 	<-w.done
+	w.followers.Wait()
 	if w.trk != nil {
 		w.trk.close()
 	}
@@ -369,16 +398,19 @@ func (w *Watchdog) run() {
 	defer timer.Stop()
 	nextRound := time.Now().Add(w.opts.Interval)
 	for {
+		now := false
 		select {
 		case <-w.ctx.Done():
 			return
 		case <-w.poke:
 		case <-timer.C:
+		case <-w.renewNow:
+			now = true
 		}
 		w.expire(time.Now())
-		if now := time.Now(); !now.Before(nextRound) {
+		if t := time.Now(); now || !t.Before(nextRound) {
 			w.round()
-			nextRound = now.Add(w.opts.Interval)
+			nextRound = t.Add(w.opts.Interval)
 		}
 		w.mu.Lock()
 		w.wakeAt = nextRound
@@ -420,7 +452,7 @@ func (w *Watchdog) round() {
 	w.mu.Unlock()
 	batches := w.batches(renewed)
 	sent := time.Now()
-	ctx, cancel := context.WithTimeout(w.ctx, w.opts.Interval)
+	ctx, cancel := context.WithTimeout(w.ctx, w.opts.Interval+waitOf(renewed).Timeout)
 	defer cancel()
 	results := w.send(ctx, batches, sent)
 
@@ -436,16 +468,12 @@ func (w *Watchdog) round() {
 			if h.index < 0 || !h.renew {
 				continue // stopped or changed while the round was in flight
 			}
-			if j < len(results[i].ok) && results[i].ok[j] {
-				count.ok++
-				if d := sent.Add(w.opts.Timeout); d.After(h.due) {
-					h.due, h.cut = d, false
-					heap.Fix(&w.deadline, h.index)
-				}
+			if j >= len(results[i].ok) || !results[i].ok[j] {
+				w.remove(h)
+				lost = append(lost, h)
 				continue
 			}
-			w.remove(h)
-			lost = append(lost, h)
+			w.renewed1(h, sent, results[i].acked >= h.Acks.Replicas, &count)
 		}
 	}
 	w.mu.Unlock()
@@ -453,6 +481,23 @@ func (w *Watchdog) round() {
 	count.report(w.opts.Observer)
 	for _, h := range lost {
 		h.OnLost(ErrGone)
+	}
+}
+
+// renewed1 applies one hold's renewal, sent at sent, that Redis confirmed:
+// its deadline moves to sent plus the lease when the replicas acknowledged
+// the round (acked), and stays where it is otherwise. w.mu is held.
+func (w *Watchdog) renewed1(h *Hold, sent time.Time, acked bool, count *tally) {
+	if !acked {
+		count.unacked++
+		h.unacked = true
+		return
+	}
+	count.ok++
+	h.unacked = false
+	if d := sent.Add(w.opts.Timeout); d.After(h.due) {
+		h.due, h.cut = d, false
+		heap.Fix(&w.deadline, h.index)
 	}
 }
 
@@ -479,7 +524,7 @@ func (w *Watchdog) batches(hs []*Hold) [][]*Hold {
 }
 
 // tally counts a round's renewals by outcome.
-type tally struct{ ok, failed, lost int }
+type tally struct{ ok, failed, lost, unacked int }
 
 // report gives the counts that are not zero to o, if set.
 func (t tally) report(o observe.RenewObserver) {
@@ -489,16 +534,21 @@ func (t tally) report(o observe.RenewObserver) {
 	for _, r := range [...]struct {
 		outcome observe.RenewOutcome
 		n       int
-	}{{observe.RenewOK, t.ok}, {observe.RenewFailed, t.failed}, {observe.RenewLost, t.lost}} {
+	}{{observe.RenewOK, t.ok}, {observe.RenewFailed, t.failed}, {observe.RenewLost, t.lost},
+		{observe.RenewUnreplicated, t.unacked}} {
 		if r.n > 0 {
 			o.Renewed(r.outcome, r.n)
 		}
 	}
 }
 
+// batchResult is what Redis answered to one batch of a round: which holds
+// it renewed, and how many replicas of its node acknowledged the round's
+// renewals there (math.MaxInt when none of its holds asked).
 type batchResult struct {
-	ok  []bool
-	err error
+	ok    []bool
+	err   error
+	acked int
 }
 
 // send runs the batches, with sent as the clock of the renewals (a permit's
@@ -507,9 +557,11 @@ type batchResult struct {
 // reader of each node), in parallel.
 func (w *Watchdog) send(ctx context.Context, batches [][]*Hold, sent time.Time) []batchResult {
 	out := make([]batchResult, len(batches))
-	routes := []route{{c: w.rdb, batches: allOf(batches)}}
+	var routes []route
 	if w.trk != nil {
 		routes = w.trk.route(ctx, batches)
+	} else {
+		routes = w.plainRoutes(ctx, batches)
 	}
 	if len(routes) == 1 {
 		w.sendOn(ctx, routes[0], batches, sent, out)
@@ -524,6 +576,10 @@ func (w *Watchdog) send(ctx context.Context, batches [][]*Hold, sent time.Time) 
 		if r.err != nil && w.opts.Logger != nil && w.ctx.Err() == nil { // a round's own timeout is worth a warning too
 			w.opts.Logger.Warn(observe.EventRenewal, observe.AttrOutcome, observe.RenewFailed.String(),
 				observe.AttrHolds, len(batches[i]), "error", r.err)
+		}
+		if a := waitOf(batches[i]); r.err == nil && r.acked < a.Replicas && w.opts.Logger != nil {
+			w.opts.Logger.Warn(observe.EventRenewal, observe.AttrOutcome, observe.RenewUnreplicated.String(),
+				observe.AttrHolds, len(batches[i]), "error", errTooFewAcks(r.acked, a))
 		}
 	}
 	return out
@@ -543,6 +599,34 @@ type pipeliner interface {
 	redis.Scripter
 }
 
+// plainRoutes says where the batches of a round go without the tracker: the
+// client, in one pipeline; on a Cluster whose holds ask for replica
+// acknowledgements, the primary of each batch's slot, in one pipeline each,
+// since WAIT counts the replicas of the node whose connection sends it.
+func (w *Watchdog) plainRoutes(ctx context.Context, batches [][]*Hold) []route {
+	cc, ok := w.rdb.(*redis.ClusterClient)
+	if !ok || waitOf(slices.Concat(batches...)).Replicas == 0 {
+		return []route{{c: w.rdb, batches: allOf(batches)}}
+	}
+	byNode := make(map[*redis.Client]*route)
+	var out []route
+	for i, b := range batches {
+		n, err := cc.MasterForKey(ctx, b[0].Key)
+		if err != nil {
+			out = append(out, route{c: w.rdb, batches: []int{i}}) // fails again, and says why
+			continue
+		}
+		if byNode[n] == nil {
+			byNode[n] = &route{c: n}
+		}
+		byNode[n].batches = append(byNode[n].batches, i)
+	}
+	for _, r := range byNode {
+		out = append(out, *r)
+	}
+	return out
+}
+
 // allOf returns the indexes of batches.
 func allOf(batches [][]*Hold) []int {
 	idx := make([]int, len(batches))
@@ -552,21 +636,53 @@ func allOf(batches [][]*Hold) []int {
 	return idx
 }
 
-// sendOn runs the batches of r in one pipelined round trip and puts their
-// results in out. When the server lost its script cache (NOSCRIPT), it loads
-// the script and sends the pipeline once more.
+// waitOf returns the acknowledgements a round must wait for to satisfy
+// every hold of hs: the most replicas any asks for, the longest timeout.
+func waitOf(hs []*Hold) lua.Acks {
+	var a lua.Acks
+	for _, h := range hs {
+		a.Replicas = max(a.Replicas, h.Acks.Replicas)
+		a.Timeout = max(a.Timeout, h.Acks.Timeout)
+	}
+	return a
+}
+
+// errTooFewAcks says a round's renewals were acknowledged by acked replicas
+// only, fewer than a asked for.
+func errTooFewAcks(acked int, a lua.Acks) error {
+	return fmt.Errorf("%d of %d replicas acknowledged the renewals within %v: the holds' deadlines stay", acked, a.Replicas, a.Timeout)
+}
+
+// sendOn runs the batches of r in one pipelined round trip, with Options.Acks
+// a WAIT behind them, and puts their results in out. When the server lost its
+// script cache (NOSCRIPT), it loads the script and sends the pipeline once
+// more.
 func (w *Watchdog) sendOn(ctx context.Context, r route, batches [][]*Hold, sent time.Time, out []batchResult) {
+	var hs []*Hold
+	for _, i := range r.batches {
+		hs = append(hs, batches[i]...)
+	}
+	acks := waitOf(hs)
 	for try := 0; try < 2; try++ {
 		pipe := r.c.Pipeline()
 		cmds := make([]*redis.Cmd, len(r.batches))
 		for j, i := range r.batches {
 			cmds[j] = lua.RenewCmd(ctx, pipe, renewals(batches[i]), sent, w.opts.Timeout, r.reread)
 		}
+		var wait *redis.IntCmd
+		if acks.Replicas > 0 {
+			wait = redis.NewIntCmd(ctx, "wait", acks.Replicas, max(acks.Timeout.Milliseconds(), 1))
+			_ = pipe.Process(ctx, wait)
+		}
 		_, _ = pipe.Exec(ctx)
+		acked := math.MaxInt
+		if wait != nil {
+			acked = int(wait.Val()) // 0 when WAIT failed
+		}
 		noScript := false
 		for j, cmd := range cmds {
 			ok, err := lua.RenewResult(cmd)
-			out[r.batches[j]] = batchResult{ok: ok, err: err}
+			out[r.batches[j]] = batchResult{ok: ok, err: err, acked: acked}
 			noScript = noScript || lua.IsNoScript(err)
 		}
 		if !noScript || try > 0 || lua.LoadRenew(ctx, r.c) != nil {

@@ -17,7 +17,7 @@ func TestWatchRightAfterNewReportsAtDeadline(t *testing.T) {
 	w := New(rdb, Options{Timeout: 30 * time.Second})
 	defer w.Close()
 	lost := make(chan error, 1)
-	w.Watch(lua.Renewal{Key: "k", Member: "f"}, time.Now().Add(100*time.Millisecond), false, func(err error) { lost <- err })
+	w.Watch(lua.Renewal{Key: "k", Member: "f"}, time.Now().Add(100*time.Millisecond), false, lua.Acks{}, func(err error) { lost <- err })
 	select {
 	case err := <-lost:
 		if err != ErrLeaseEnded {
@@ -40,8 +40,8 @@ func TestHoldsLoseSetDeadline(t *testing.T) {
 	other := lua.Renewal{Kind: lua.RenewPermit, Key: "{s}:timeout", Member: "id2"}
 	lost := make(chan error, 2)
 	far := time.Now().Add(time.Hour)
-	h := w.Watch(r, far, false, func(err error) { lost <- err })
-	h2 := w.Watch(other, far, false, func(error) {})
+	h := w.Watch(r, far, false, lua.Acks{}, func(err error) { lost <- err })
+	h2 := w.Watch(other, far, false, lua.Acks{}, func(error) {})
 	if got := w.Holds(r); len(got) != 1 || got[0] != h {
 		t.Fatalf("Holds(r) = %v, want [h]", got)
 	}
@@ -51,7 +51,7 @@ func TestHoldsLoseSetDeadline(t *testing.T) {
 	if d := h2.Deadline(); !d.Equal(later) {
 		t.Fatalf("a fixed lease's deadline %v after SetDeadline(%v)", d, later)
 	}
-	renewed := w.Watch(lua.Renewal{Key: "{s}:timeout", Member: "id3"}, far, true, func(error) {})
+	renewed := w.Watch(lua.Renewal{Key: "{s}:timeout", Member: "id3"}, far, true, lua.Acks{}, func(error) {})
 	renewed.SetDeadline(later)
 	if d := renewed.Deadline(); !d.Equal(far) {
 		t.Fatalf("a renewed hold's deadline moved back to %v", d)
