@@ -151,3 +151,35 @@ func TestRenewalsCountOnlyWhenAcknowledged(t *testing.T) {
 		})
 	}
 }
+
+// TestReplicaAcksNoHandOff: with WithReplicaAcks a release does not hand the
+// lock to a waiter of its client in its own round trip (only the releaser's
+// WAIT would cover that hand-off): the waiter takes the lock with an
+// acquisition of its own, which waits for the replicas. With the replication
+// stream black-holed as the holder unlocks, the Unlock reports
+// ErrNotReplicated, and the waiter, which a hand-off would have given an
+// unreplicated lease, is refused (ErrNotReplicated) and leaves the lock free.
+func TestReplicaAcksNoHandOff(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	r := startReplicated(t)
+	c := newClient(t, r.rdb, rlock.WithReplicaAcks(1, 200*time.Millisecond))
+	name := redistest.Name(t)
+	m := c.NewMutex(name)
+	l, err := m.Lock(ctx)
+	require.NoError(t, err)
+	got := make(chan error, 1)
+	go func() {
+		_, err := m.Lock(ctx)
+		got <- err
+	}()
+	requireWaiting(t, r.primary, name)
+	r.link.SetDropAll(true)
+	require.ErrorIs(t, l.Unlock(ctx), rlock.ErrNotReplicated)
+	select {
+	case err := <-got:
+		require.ErrorIs(t, err, rlock.ErrNotReplicated, "the waiter's own acquisition waited for the replica")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter neither took the lock nor was refused within 10 s")
+	}
+	require.Empty(t, holders(t, r.rdb, name), "the refused acquisition was undone")
+}

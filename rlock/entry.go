@@ -353,14 +353,16 @@ func (e *lockEntry) subscribed(s subscription) (use subscription, spare bool) {
 // --- Settling a release ---
 
 // successor picks the waiter a final release may hand the lock to, the head,
-// and marks the hand-off in flight; nil when there is none or the head is
-// attempting or holds the lock already.
+// and marks the hand-off in flight; nil when there is none, the head is
+// attempting or holds the lock already, or wants replica acknowledgements
+// (WithAcks): a hand-off is covered by the releaser's WAIT only, and the
+// head's own acquisition waits for them.
 func (e *lockEntry) successor() *waiter {
 	if len(e.queue) == 0 || e.attempting || e.handing != nil {
 		return nil
 	}
 	w := e.queue[0]
-	if e.holdOf(w.o) != nil {
+	if e.holdOf(w.o) != nil || (w.lo.acks != nil && w.lo.acks.Replicas > 0) {
 		return nil
 	}
 	e.handing = w

@@ -126,8 +126,8 @@ func (c *Client) prepareRelease(l *Lease, publish string, again bool) (releaseRe
 		return req, nil
 	}
 	h.beginRelease()
-	if h.e.lk.handsOff() && c.ctx.Err() == nil {
-		req.succ = h.e.successor()
+	if h.e.lk.handsOff() && c.ctx.Err() == nil && req.a.Acks.Replicas == 0 && c.opts.acks.Replicas == 0 {
+		req.succ = h.e.successor() // with acknowledgements, the next holder's own acquisition waits for them
 	}
 	if req.succ != nil {
 		req.a.Successor = req.succ.o.field(c.id)
