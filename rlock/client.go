@@ -126,6 +126,10 @@ func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	if rt := readTimeout(rdb); o.acks.Replicas > 0 && rt > 0 && o.acks.Timeout >= rt {
+		return nil, fmt.Errorf("%w: replica acknowledgement timeout %v is not shorter than the client's ReadTimeout %v: go-redis would give up on WAIT's reply first",
+			ErrInvalidArgument, o.acks.Timeout, rt)
+	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	c := &Client{
 		rdb:       rdb,
@@ -286,6 +290,21 @@ func whereIs(rdb redis.UniversalClient) string {
 		return "ring " + strings.Join(addrs, ",")
 	}
 	return "the client's Redis"
+}
+
+// readTimeout returns rdb's read timeout, which bounds a pipeline's replies
+// (a WAIT's too); 0 for none, or a client it cannot tell.
+func readTimeout(rdb redis.UniversalClient) time.Duration {
+	var rt time.Duration
+	switch c := rdb.(type) {
+	case *redis.Client:
+		rt = c.Options().ReadTimeout
+	case *redis.ClusterClient:
+		rt = c.Options().ReadTimeout
+	case *redis.Ring:
+		rt = c.Options().ReadTimeout
+	}
+	return max(rt, 0)
 }
 
 // honoursDeadlines reports whether rdb applies a ctx's deadline to its sockets

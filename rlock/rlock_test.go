@@ -244,3 +244,14 @@ func TestRefusedAcquisitionIsNotUndone(t *testing.T) {
 	require.Contains(t, err.Error(), `rlock: lock "x": cannot reach Redis at 127.0.0.1:1: `)
 	require.Equal(t, int64(1), sent.n.Load(), "one command: the acquisition, no undo")
 }
+
+// An acknowledgement timeout go-redis would not wait for is refused at New.
+func TestReplicaAcksTimeoutBelowReadTimeout(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ReadTimeout: time.Second})
+	defer rdb.Close()
+	_, err := New(rdb, WithReplicaAcks(1, 2*time.Second))
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	c, err := New(rdb, WithReplicaAcks(1, 500*time.Millisecond))
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+}
