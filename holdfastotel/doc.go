@@ -57,10 +57,12 @@
 // ExpirableSemaphore's Permits (a Semaphore's permits are counts without a
 // holder, and not holds). A hold ends "released", "lost", "expired",
 // "force_released", "closed" or "unconfirmed" (observe.HoldOutcome); a renewal
-// is "ok", "failed" (retried next round) or "lost" (observe.RenewOutcome). A
-// lost hold is also counted in holdfast.hold.losses by how the client learnt
-// of it: "invalidated" (at once, client tracking), "renewal" or "deadline"
-// (observe.LossCause); holdfast.tracking.modes counts the Redis nodes found
+// is "ok", "failed" (retried next round), "lost", or "unreplicated" (the
+// primary renewed it, too few replicas acknowledged: the deadline stays)
+// (observe.RenewOutcome). A lost hold is also counted in holdfast.hold.losses
+// by how the client learnt of it: "invalidated" (at once, client tracking),
+// "renewal", "deadline" or "unreplicated" (its renewals were not acknowledged
+// by enough replicas before its deadline) (observe.LossCause); holdfast.tracking.modes counts the Redis nodes found
 // tracking ("on") or refusing it ("refused": losses there are learnt at the
 // next renewal), and clients with tracking turned "off".
 // holdfast.election.changes counts the changes of leader delivered to the
