@@ -21,7 +21,14 @@ type Cluster struct {
 	Primaries []*Server
 	// Replicas[i] are the replicas of Primaries[i] (empty without replicas).
 	Replicas [][]*Server
+
+	dial dialFunc // dials the nodes (nil: the standard dialer); set in a Net
 }
+
+// clusterArgs are the arguments of every node of a Cluster.
+var clusterArgs = []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+	"--cluster-node-timeout", "2000", "--cluster-replica-validity-factor", "0",
+	"--repl-diskless-sync-delay", "0"}
 
 // StartCluster starts a cluster of primaries redis-server processes (at least 3)
 // with replicasEach replicas each, with a 2 s node timeout, assigns the slots, and
@@ -40,14 +47,11 @@ func StartCluster(tb testing.TB, primaries, replicasEach int) *Cluster {
 	if err != nil {
 		unavailableOrFatal(tb, err)
 	}
-	args := []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-		"--cluster-node-timeout", "2000", "--cluster-replica-validity-factor", "0",
-		"--repl-diskless-sync-delay", "0"}
 	c := &Cluster{Replicas: make([][]*Server, primaries)}
 	for i := range primaries {
-		c.Primaries = append(c.Primaries, Start(tb, args...))
+		c.Primaries = append(c.Primaries, Start(tb, clusterArgs...))
 		for range replicasEach {
-			c.Replicas[i] = append(c.Replicas[i], Start(tb, args...))
+			c.Replicas[i] = append(c.Replicas[i], Start(tb, clusterArgs...))
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), clusterDeadline)
@@ -77,10 +81,11 @@ func (c *Cluster) Addrs() []string {
 }
 
 // Client returns a new go-redis cluster client, closed at the end of the test.
-// opts adjust the options after Addrs is set.
+// opts adjust the options after Addrs is set. In a [Net] it dials from the admin
+// host (Dialer is [Net.Dialer]).
 func (c *Cluster) Client(tb testing.TB, opts ...func(*redis.ClusterOptions)) *redis.ClusterClient {
 	tb.Helper()
-	o := &redis.ClusterOptions{Addrs: c.Addrs()}
+	o := &redis.ClusterOptions{Addrs: c.Addrs(), Dialer: c.dial}
 	for _, f := range opts {
 		f(o)
 	}
@@ -95,7 +100,7 @@ func (c *Cluster) form(ctx context.Context) error {
 	nodes := c.Nodes()
 	admins := make([]*redis.Client, len(nodes))
 	for i, n := range nodes {
-		admins[i] = redis.NewClient(&redis.Options{Addr: n.Addr})
+		admins[i] = redis.NewClient(&redis.Options{Addr: n.Addr, Dialer: c.dial})
 		defer admins[i].Close()
 	}
 	per := 16384 / len(c.Primaries)

@@ -7,7 +7,8 @@
 // For multi-process tests it re-executes the test binary as worker processes ([StartWorker],
 // [RunWorkers]). Beyond one server it starts a Redis Cluster ([StartCluster]: primaries sharing
 // the slots, optional replicas) and a Sentinel set-up ([StartFailover]: a primary, replicas and
-// Sentinels that promote a replica 1 s after the primary stops answering), each in about 2 s.
+// Sentinels that promote a replica 1 s after the primary stops answering), each in about 2 s,
+// and, for partition tests, runs them in a network of namespaces of their own ([NewNet]).
 //
 // # Where the server comes from
 //
@@ -61,6 +62,22 @@
 // one of them has. A test that needs a newer server checks the fallback on older ones, or
 // calls [Version.Needs], whose skip message begins "not for this server" and is listed by
 // `make test-servers`.
+//
+// # Partitions: a network of namespaces
+//
+// [NewNet] makes a private network for Jepsen-style tests (Linux, root, ip and nft; else
+// skipped, or failed under CI): a network namespace holding a bridge, and a namespace per
+// host ([Net.Host]) joined to it by a veth pair, with an address in 10.99.0.0/24. No
+// interface, address or route is added to the test process's namespace; the namespaces
+// and what runs in them are deleted in tb.Cleanup, and those of a test binary killed
+// before its cleanups are deleted by the next NewNet. Servers, Sentinels, cluster nodes
+// and workers run in hosts of their own ([StartIn], [StartFailoverIn], [StartClusterIn],
+// [StartWorkerIn]) while the test process talks to them from an admin host ([Net.Dialer],
+// [Net.Client], and the Client and probes of the Server, Failover and Cluster). Faults are
+// nft rules on the bridge: [Net.Cut] partitions two sets of hosts (packets silently
+// dropped, connections left open), [Net.CutOneWay] drops one direction only, [Net.Flaky]
+// drops a share of the packets at random, and [Net.Heal] removes them all. A Net with a
+// server is up in about 40 ms, one with a Failover (3 Sentinels) in about 2 s.
 //
 // The package is Linux-oriented (process groups, Pdeathsig, SIGSTOP). It is a module of its
 // own, published with holdfast (holdfastotel's tests use it); its testcontainers fallback is

@@ -32,6 +32,8 @@ type Failover struct {
 	Primary   *Server   // the primary at start; after a failover, see Master
 	Replicas  []*Server // replicating Primary at start
 	Sentinels []*Server
+
+	dial dialFunc // dials the servers (nil: the standard dialer); set in a Net
 }
 
 // StartFailover starts a primary, replicas replicas of it and sentinels Sentinels
@@ -77,26 +79,37 @@ func StartFailover(tb testing.TB, replicas, sentinels int) *Failover {
 
 // startSentinel starts a Sentinel monitoring the primary at addr as MasterName.
 func startSentinel(bin, addr string, quorum int) (*Server, error) {
-	host, port := splitAddr(addr)
 	return startOnFreePort(bin, func(p int, dir string) ([]string, error) {
-		conf := filepath.Join(dir, "sentinel.conf")
-		text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\n"+
-			"sentinel monitor %s %s %s %d\n"+
-			"sentinel down-after-milliseconds %s 1000\n"+
-			"sentinel failover-timeout %s 5000\n",
-			p, dir, MasterName, host, port, quorum, MasterName, MasterName)
-		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-			return nil, err
-		}
-		return []string{conf, "--sentinel"}, nil
+		return writeSentinelConf(dir, sentinelConf(p, "127.0.0.1", dir, addr, quorum))
 	})
+}
+
+// sentinelConf is the configuration of a Sentinel listening on bind:port, monitoring
+// the primary at addr as MasterName: down after 1 s, failover timeout 5 s.
+func sentinelConf(port int, bind, dir, addr string, quorum int) string {
+	host, pport := splitAddr(addr)
+	return fmt.Sprintf("port %d\nbind %s\ndir %s\n"+
+		"sentinel monitor %s %s %s %d\n"+
+		"sentinel down-after-milliseconds %s 1000\n"+
+		"sentinel failover-timeout %s 5000\n",
+		port, bind, dir, MasterName, host, pport, quorum, MasterName, MasterName)
+}
+
+// writeSentinelConf writes text to dir/sentinel.conf and returns the arguments
+// that run a Sentinel from it.
+func writeSentinelConf(dir, text string) ([]string, error) {
+	conf := filepath.Join(dir, "sentinel.conf")
+	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+		return nil, err
+	}
+	return []string{conf, "--sentinel"}, nil
 }
 
 // ready reports nil once the replicas are in sync and every Sentinel sees them
 // and the other Sentinels.
 func (f *Failover) ready(ctx context.Context, replicas, sentinels int) error {
 	for _, r := range f.Replicas {
-		c := redis.NewClient(&redis.Options{Addr: r.Addr})
+		c := redis.NewClient(&redis.Options{Addr: r.Addr, Dialer: f.dial})
 		info, err := c.Info(ctx, "replication").Result()
 		_ = c.Close()
 		if err != nil {
@@ -107,7 +120,7 @@ func (f *Failover) ready(ctx context.Context, replicas, sentinels int) error {
 		}
 	}
 	for _, s := range f.Sentinels {
-		c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr})
+		c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr, Dialer: f.dial})
 		m, err := c.Master(ctx, MasterName).Result()
 		_ = c.Close()
 		if err != nil {
@@ -131,10 +144,11 @@ func (f *Failover) SentinelAddrs() []string {
 
 // Client returns a new go-redis failover client (through the Sentinels), closed at
 // the end of the test. opts adjust the options after the master name and the
-// Sentinel addresses are set.
+// Sentinel addresses are set. In a [Net] it dials from the admin host (Dialer is
+// [Net.Dialer]; go-redis dials the Sentinels and the servers with it).
 func (f *Failover) Client(tb testing.TB, opts ...func(*redis.FailoverOptions)) *redis.Client {
 	tb.Helper()
-	o := &redis.FailoverOptions{MasterName: MasterName, SentinelAddrs: f.SentinelAddrs()}
+	o := &redis.FailoverOptions{MasterName: MasterName, SentinelAddrs: f.SentinelAddrs(), Dialer: f.dial}
 	for _, fn := range opts {
 		fn(o)
 	}
@@ -147,7 +161,7 @@ func (f *Failover) Client(tb testing.TB, opts ...func(*redis.FailoverOptions)) *
 func (f *Failover) Master(ctx context.Context) (string, error) {
 	var lastErr error
 	for _, s := range f.Sentinels {
-		c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr})
+		c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr, Dialer: f.dial})
 		hp, err := c.GetMasterAddrByName(ctx, MasterName).Result()
 		_ = c.Close()
 		if err == nil && len(hp) == 2 {
@@ -188,7 +202,7 @@ func (f *Failover) WaitMasterChange(ctx context.Context, old string) (string, er
 func (f *Failover) Settled(ctx context.Context) (string, error) {
 	var primary, epoch string
 	for _, s := range f.Sentinels {
-		c := redis.NewSentinelClient(settleOptions(s.Addr))
+		c := redis.NewSentinelClient(settleOptions(s.Addr, f.dial))
 		m, err := c.Master(ctx, MasterName).Result()
 		_ = c.Close()
 		if err != nil {
@@ -206,7 +220,7 @@ func (f *Failover) Settled(ctx context.Context) (string, error) {
 		}
 	}
 	for _, n := range append([]*Server{f.Primary}, f.Replicas...) {
-		role, master, link, err := roleOf(ctx, n.Addr)
+		role, master, link, err := roleOf(ctx, n.Addr, f.dial)
 		switch {
 		case n.Addr == primary && err != nil:
 			return "", fmt.Errorf("primary %s: %w", primary, err)
@@ -244,16 +258,17 @@ func (f *Failover) WaitSettled(ctx context.Context, ready func(primary string) e
 }
 
 // settleOptions are the options of the short-lived clients of Settled: no
-// retries, short time-outs, so that a dead server answers at once.
-func settleOptions(addr string) *redis.Options {
-	return &redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second}
+// retries, short time-outs, so that a dead server answers at once; dial dials
+// (nil: the standard dialer).
+func settleOptions(addr string, dial dialFunc) *redis.Options {
+	return &redis.Options{Addr: addr, Dialer: dial, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second}
 }
 
 // roleOf returns what the server at addr says it is ("master" or "slave") and,
 // for a replica, its primary's address and the state of its link to it
-// ("connected" once in sync).
-func roleOf(ctx context.Context, addr string) (role, master, link string, err error) {
-	c := redis.NewClient(settleOptions(addr))
+// ("connected" once in sync). dial dials (nil: the standard dialer).
+func roleOf(ctx context.Context, addr string, dial dialFunc) (role, master, link string, err error) {
+	c := redis.NewClient(settleOptions(addr, dial))
 	defer c.Close()
 	r, err := c.Do(ctx, "ROLE").Slice()
 	if err != nil {

@@ -3,6 +3,7 @@ package redistest
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,6 +49,11 @@ type Server struct {
 	args []string // full argument list, including --port
 	dir  string   // working directory (--dir), removed at stop
 	out  *outputBuffer
+
+	// Set for a server in a host of a [Net] (see [StartIn]); zero for one on loopback.
+	host   *Host
+	prefix []string // command bin runs under (ip netns exec NS), nil to run bin itself
+	dial   dialFunc // dials Addr for the probe and the clients; nil: the standard dialer
 
 	mu       sync.Mutex
 	proc     *process // current process, nil when not controllable
@@ -101,10 +108,14 @@ func StartControllable(tb testing.TB, extraArgs ...string) *Server {
 	return s
 }
 
-// unavailableError says no Redis can be started at all (no binary, no Docker).
-type unavailableError struct{ reason string }
+// unavailableError says no Redis can be started at all (no binary, no Docker), or, when what
+// is set, that something else a test needs is missing (what it is and how to get it in hint).
+type unavailableError struct{ reason, what, hint string }
 
 func (e *unavailableError) Error() string {
+	if e.what != "" {
+		return "redistest: no " + e.what + " available: " + e.reason + "; " + e.hint
+	}
 	return "redistest: no Redis available: " + e.reason + "; " + InstallHint
 }
 
@@ -236,6 +247,9 @@ func freePort() (int, error) {
 func (s *Server) spawn() (*process, error) {
 	mark := s.out.Len()
 	cmd := exec.Command(s.bin, s.args...)
+	if len(s.prefix) > 0 { // e.g. ip netns exec NS, which execs bin in place: same pid
+		cmd = exec.Command(s.prefix[0], slices.Concat(s.prefix[1:], []string{s.bin}, s.args)...)
+	}
 	cmd.Dir = s.dir
 	cmd.Stdout = s.out
 	cmd.Stderr = s.out
@@ -259,7 +273,7 @@ func (s *Server) spawn() (*process, error) {
 			return nil, fmt.Errorf("redistest: redis-server on %s exited during startup: %v", s.Addr, p.err)
 		default:
 		}
-		pid, err := probe(s.Addr, 200*time.Millisecond)
+		pid, err := probeVia(s.dial, s.Addr, 200*time.Millisecond)
 		if err == nil && pid == cmd.Process.Pid {
 			return p, nil
 		}
@@ -293,7 +307,25 @@ func (p *process) kill() {
 
 // probe connects to addr, sends PING and INFO server, and returns the server's process_id.
 func probe(addr string, timeout time.Duration) (int, error) {
-	conn, err := net.DialTimeout("tcp", addr, timeout)
+	return probeVia(nil, addr, timeout)
+}
+
+// dialFunc is the type of a go-redis Dialer: how to reach a server's address.
+type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// dialTimeout dials addr with dial (the standard dialer when nil) within timeout.
+func dialTimeout(dial dialFunc, addr string, timeout time.Duration) (net.Conn, error) {
+	if dial == nil {
+		return net.DialTimeout("tcp", addr, timeout)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return dial(ctx, "tcp", addr)
+}
+
+// probeVia is probe dialing with dial (the standard dialer when nil).
+func probeVia(dial dialFunc, addr string, timeout time.Duration) (int, error) {
+	conn, err := dialTimeout(dial, addr, timeout)
 	if err != nil {
 		return 0, err
 	}
@@ -372,9 +404,11 @@ func (s *Server) stop() {
 
 // Client returns a new go-redis client for the server, closed at the end of the test.
 // opts adjust the options after Addr is set (e.g. timeouts, MaxRetries, Protocol).
+// For a server in a host of a [Net] the client dials from the Net's admin host
+// (Options.Dialer is [Net.Dialer]).
 func (s *Server) Client(tb testing.TB, opts ...func(*redis.Options)) *redis.Client {
 	tb.Helper()
-	o := &redis.Options{Addr: s.Addr}
+	o := &redis.Options{Addr: s.Addr, Dialer: s.dial}
 	for _, f := range opts {
 		f(o)
 	}

@@ -9,8 +9,9 @@ import "syscall"
 // test binary dies, even by SIGKILL or a panic that skips cleanups.
 //
 // Pdeathsig fires when the OS thread that forked the child exits; the Go runtime only ends
-// threads of goroutines that exit while locked with runtime.LockOSThread, which this package
-// and the testing package never do.
+// threads of goroutines that exit while locked with runtime.LockOSThread, which the testing
+// package never does and this package does only when a Net's dialer cannot bring its thread
+// back to its own network namespace (see dialIn).
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }

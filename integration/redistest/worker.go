@@ -82,14 +82,14 @@ type Worker struct {
 // environment.
 func StartWorker(tb testing.TB, testName, role string, env ...string) *Worker {
 	tb.Helper()
-	return startWorker(tb, testName, role, 0, env)
+	return startWorker(tb, nil, testName, role, 0, env)
 }
 
 // StartIndexedWorker is [StartWorker] with WorkerIndexEnv (and the Worker's Index) set to
 // index: for a test that starts its workers one at a time.
 func StartIndexedWorker(tb testing.TB, testName, role string, index int, env ...string) *Worker {
 	tb.Helper()
-	return startWorker(tb, testName, role, index, env)
+	return startWorker(tb, nil, testName, role, index, env)
 }
 
 // RunWorkers starts n workers like [StartWorker], with WorkerIndexEnv set to 0..n-1.
@@ -97,7 +97,7 @@ func RunWorkers(tb testing.TB, testName, role string, n int, env ...string) []*W
 	tb.Helper()
 	ws := make([]*Worker, n)
 	for i := range ws {
-		ws[i] = startWorker(tb, testName, role, i, env)
+		ws[i] = startWorker(tb, nil, testName, role, i, env)
 	}
 	return ws
 }
@@ -111,12 +111,16 @@ func runPattern(testName string) string {
 	return strings.Join(parts, "/")
 }
 
-func startWorker(tb testing.TB, testName, role string, index int, env []string) *Worker {
+// startWorker starts a worker; under prefix when not empty (ip netns exec NS, which execs
+// the test binary in place: the Worker's pid is the test binary's).
+func startWorker(tb testing.TB, prefix []string, testName, role string, index int, env []string) *Worker {
 	tb.Helper()
 	if role == "" {
 		tb.Fatalf("redistest: a worker needs a non-empty role")
 	}
-	cmd := exec.Command(os.Args[0], "-test.run="+runPattern(testName), "-test.count=1")
+	args := []string{os.Args[0], "-test.run=" + runPattern(testName), "-test.count=1"}
+	args = append(append([]string(nil), prefix...), args...)
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), WorkerEnv+"="+role, WorkerIndexEnv+"="+strconv.Itoa(index))
 	if os.Getenv("GORACE") == "" {
 		// A -race binary sleeps 1 s at exit by default (atexit_sleep_ms); workers need not.
