@@ -131,28 +131,40 @@ func waiterArgs(ws []PermitWaiter) int {
 // expiry is after now and after the server's clock; ids of an earlier
 // execution that expired are acquired afresh, never granted as they are.
 func (p Permit) Acquire(ctx context.Context, rdb Processor, now int64, publish string, ws ...PermitWaiter) (PermitTry, error) {
+	try, _, _, err := p.AcquireAcked(ctx, rdb, now, publish, Acks{}, ws...)
+	return try, err
+}
+
+// AcquireAcked is Acquire followed, when acks asks for replicas, by WAIT in
+// the same round trip on the semaphore's primary; it also returns how many
+// replicas acknowledged, and whether the first waiter was served from its
+// ids found live in the zset (replayed: a second execution of the same
+// acquisition, which wrote nothing, so that the WAIT counted nothing of the
+// first execution's writes: Confirm its acknowledgement).
+func (p Permit) AcquireAcked(ctx context.Context, rdb Processor, now int64, publish string, acks Acks,
+	ws ...PermitWaiter) (try PermitTry, replayed bool, acked int, err error) {
 	args := append(p.args(2+waiterArgs(ws)), now, publish)
-	v, err := permitAcquire.run(ctx, rdb, appendWaiters(args, ws))
+	v, acked, err := permitAcquire.call(ctx, rdb, appendWaiters(args, ws), acks)
 	if errors.Is(err, redis.Nil) {
-		return PermitTry{}, nil
+		return PermitTry{}, false, acked, nil
 	}
 	if err != nil {
-		return PermitTry{}, err
+		return PermitTry{}, false, 0, err
 	}
 	if n, ok := v.(int64); ok && len(ws) > 0 {
-		return PermitTry{Served: int(n), Expiry: ws[0].Expiry}, nil
+		return PermitTry{Served: int(n), Expiry: ws[0].Expiry}, false, acked, nil
 	}
 	s, _ := v.(string)
 	if held, ok := scoreAfter(s, "="); ok {
-		return PermitTry{Served: 1, Expiry: held}, nil
+		return PermitTry{Served: 1, Expiry: held}, true, acked, nil
 	}
 	if next, ok := scoreAfter(s, ":"); ok {
-		return PermitTry{NextExpiry: next}, nil
+		return PermitTry{NextExpiry: next}, false, acked, nil
 	}
 	if s == "absent" {
-		return PermitTry{Absent: true}, nil
+		return PermitTry{Absent: true}, false, acked, nil
 	}
-	return PermitTry{}, fmt.Errorf("lua: unexpected acquire reply %v", v)
+	return PermitTry{}, false, 0, fmt.Errorf("lua: unexpected acquire reply %v", v)
 }
 
 // scoreAfter reads the zset score (epoch ms) that follows prefix in s.
@@ -179,13 +191,22 @@ const (
 // PermitReleased, and the number of waiters served.
 func (p Permit) Release(ctx context.Context, rdb Processor, id string, now int64, publish string, req Request,
 	onlyIfAlone bool, ws ...PermitWaiter) (int64, int, error) {
+	outcome, served, _, err := p.ReleaseAcked(ctx, rdb, id, now, publish, req, Acks{}, onlyIfAlone, ws...)
+	return outcome, served, err
+}
+
+// ReleaseAcked is Release followed, when acks asks for replicas, by WAIT in
+// the same round trip (with the PEXPIRE of callRecorded between them); it
+// also returns how many replicas acknowledged.
+func (p Permit) ReleaseAcked(ctx context.Context, rdb Processor, id string, now int64, publish string, req Request,
+	acks Acks, onlyIfAlone bool, ws ...PermitWaiter) (outcome int64, served, acked int, err error) {
 	args := append(p.args(5+waiterArgs(ws), req.Key), id, now, publish, req.TTL.arg(), flag(onlyIfAlone))
-	v, err := asInt(permitRelease.run(ctx, rdb, appendWaiters(args, ws)))
+	v, acked, err := asIntAcked(permitRelease.callRecorded(ctx, rdb, appendWaiters(args, ws), acks, req))
 	if err != nil || v < PermitUnknown {
-		return 0, 0, errOrBadReply(err, v)
+		return 0, 0, 0, errOrBadReply(err, v)
 	}
-	served := (v + 1) / 4 // v = outcome + 4 × served, outcome in -1..1
-	return v - 4*served, int(served), nil
+	k := (v + 1) / 4 // v = outcome + 4 × served, outcome in -1..1
+	return v - 4*k, int(k), acked, nil
 }
 
 // ReleaseAll gives back every id or none (Redisson's tryRelease(ids) since
@@ -194,16 +215,25 @@ func (p Permit) Release(ctx context.Context, rdb Processor, id string, now int64
 // does and publishes the number left to the pool.
 func (p Permit) ReleaseAll(ctx context.Context, rdb Processor, ids []string, now int64, publish string, req Request,
 	onlyIfAlone bool, ws ...PermitWaiter) (int64, int, error) {
+	r, served, _, err := p.ReleaseAllAcked(ctx, rdb, ids, now, publish, req, Acks{}, onlyIfAlone, ws...)
+	return r, served, err
+}
+
+// ReleaseAllAcked is ReleaseAll followed, when acks asks for replicas, by
+// WAIT in the same round trip (see ReleaseAcked); it also returns how many
+// replicas acknowledged.
+func (p Permit) ReleaseAllAcked(ctx context.Context, rdb Processor, ids []string, now int64, publish string, req Request,
+	acks Acks, onlyIfAlone bool, ws ...PermitWaiter) (released int64, served, acked int, err error) {
 	args := append(p.args(5+len(ids)+waiterArgs(ws), req.Key), now, publish, req.TTL.arg(), len(ids), flag(onlyIfAlone))
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	v, err := asInt(permitReleaseAll.run(ctx, rdb, appendWaiters(args, ws)))
+	v, acked, err := asIntAcked(permitReleaseAll.callRecorded(ctx, rdb, appendWaiters(args, ws), acks, req))
 	if err != nil || v < 0 {
-		return 0, 0, errOrBadReply(err, v)
+		return 0, 0, 0, errOrBadReply(err, v)
 	}
 	k := int64(len(ids)) + 1 // v = r + k × served, r in 0..len(ids)
-	return v % k, int(v / k), nil
+	return v % k, int(v / k), acked, nil
 }
 
 // errOrBadReply is err, or the error of a reply v no script gives.
@@ -231,6 +261,21 @@ func (p Permit) Count(ctx context.Context, rdb Processor, what string, now int64
 func (p Permit) SetTotal(ctx context.Context, rdb Processor, n int64, publish string) error {
 	_, err := evalInt(ctx, rdb, permitTotal, p.keys, n, publish)
 	return err
+}
+
+// SetTotalAcked is SetTotal followed, when acks asks for replicas, by WAIT in
+// the same round trip on the semaphore's primary, and returns how many
+// replicas acknowledged. The script records no request, and a second
+// execution that finds the total right writes nothing: a SET of req's key (a
+// record of holdfast's own, expiring after req.TTL) goes between the two, so
+// that the WAIT always covers the first execution's writes.
+func (p Permit) SetTotalAcked(ctx context.Context, rdb Processor, n int64, publish string, req Request, acks Acks) (int, error) {
+	if acks.Replicas == 0 {
+		return 0, p.SetTotal(ctx, rdb, n, publish)
+	}
+	args := append(p.args(2), n, publish)
+	_, acked, err := asIntAcked(permitTotal.runAckedThen(ctx, rdb, args, acks, []any{"set", req.Key, "1", "px", req.TTL.arg()}))
+	return acked, err
 }
 
 // Lease returns the remaining lease of the permit id in ms after reclaiming

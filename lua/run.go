@@ -72,6 +72,14 @@ type pipeliner interface {
 // script's reply and how many replicas acknowledged. A WAIT that fails after the
 // script answered counts no acknowledgement.
 func (s script) runAcked(ctx context.Context, rdb Processor, args []any, acks Acks) (any, int, error) {
+	return s.runAckedThen(ctx, rdb, args, acks, nil)
+}
+
+// runAckedThen is runAcked with the command then (its arguments; nil: none)
+// sent between the script and WAIT, in the same pipeline: a write of a key in
+// the script's slot that moves the connection's replication offset, which
+// WAIT waits for (see callRecorded).
+func (s script) runAckedThen(ctx context.Context, rdb Processor, args []any, acks Acks, then []any) (any, int, error) {
 	node, err := primaryOf(ctx, rdb, args[3].(string))
 	if err != nil {
 		return nil, 0, err
@@ -85,6 +93,9 @@ func (s script) runAcked(ctx context.Context, rdb Processor, args []any, acks Ac
 		cmd := redis.NewCmd(ctx, args...)
 		cmd.SetFirstKeyPos(3)
 		_ = pipe.Process(ctx, cmd)
+		if then != nil {
+			_ = pipe.Process(ctx, redis.NewCmd(ctx, then...))
+		}
 		wait := redis.NewIntCmd(ctx, "wait", acks.Replicas, max(acks.Timeout.Milliseconds(), 1))
 		_ = pipe.Process(ctx, wait)
 		_, _ = pipe.Exec(ctx)

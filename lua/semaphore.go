@@ -39,12 +39,21 @@ const SemaphoreAbsent int64 = -1
 // semaphore holds fewer than wants[0], SemaphoreAbsent when it does not exist.
 // Nothing is published.
 func SemaphoreAcquire(ctx context.Context, rdb Processor, name string, req Request, wants ...int64) (int64, error) {
+	served, _, err := SemaphoreAcquireAcked(ctx, rdb, name, req, Acks{}, wants...)
+	return served, err
+}
+
+// SemaphoreAcquireAcked is SemaphoreAcquire followed, when acks asks for
+// replicas, by WAIT in the same round trip on the semaphore's primary (with
+// the PEXPIRE of callRecorded between them); it also returns how many replicas
+// acknowledged.
+func SemaphoreAcquireAcked(ctx context.Context, rdb Processor, name string, req Request, acks Acks, wants ...int64) (served int64, acked int, err error) {
 	args := make([]any, 0, 1+len(wants))
 	args = append(args, req.TTL.arg())
 	for _, n := range wants {
 		args = append(args, n)
 	}
-	return evalInt(ctx, rdb, semAcquire, []string{name, req.Key}, args...)
+	return evalIntAcked(ctx, rdb, semAcquire, acks, req, []string{name, req.Key}, args...)
 }
 
 // SemaphoreRelease adds n permits to the semaphore name, hands them to waiters
@@ -56,13 +65,22 @@ func SemaphoreAcquire(ctx context.Context, rdb Processor, name string, req Reque
 // is Publish or ShardedPublish.
 func SemaphoreRelease(ctx context.Context, rdb Processor, name string, n int64, ifExists bool, publish string, req Request,
 	onlyIfAlone bool, wants ...int64) (released bool, served int64, err error) {
+	released, served, _, err = SemaphoreReleaseAcked(ctx, rdb, name, n, ifExists, publish, req, Acks{}, onlyIfAlone, wants...)
+	return released, served, err
+}
+
+// SemaphoreReleaseAcked is SemaphoreRelease followed, when acks asks for
+// replicas, by WAIT in the same round trip (see SemaphoreAcquireAcked); it
+// also returns how many replicas acknowledged.
+func SemaphoreReleaseAcked(ctx context.Context, rdb Processor, name string, n int64, ifExists bool, publish string, req Request,
+	acks Acks, onlyIfAlone bool, wants ...int64) (released bool, served int64, acked int, err error) {
 	args := make([]any, 0, 5+len(wants))
 	args = append(args, n, publish, req.TTL.arg(), flag(ifExists), flag(onlyIfAlone))
 	for _, w := range wants {
 		args = append(args, w)
 	}
-	v, err := evalInt(ctx, rdb, semRelease, []string{name, SemaphoreChannel(name), req.Key}, args...)
-	return v >= 1, max(v-1, 0), err
+	v, acked, err := evalIntAcked(ctx, rdb, semRelease, acks, req, []string{name, SemaphoreChannel(name), req.Key}, args...)
+	return v >= 1, max(v-1, 0), acked, err
 }
 
 // Recorded reads what the call req recorded, if it ran and its record has
@@ -83,13 +101,21 @@ func Recorded(ctx context.Context, rdb Processor, req Request) (v int64, ran boo
 // RPermitExpirableSemaphore): true when it did. A positive ttl gives the key
 // that time to live.
 func SemaphoreTrySet(ctx context.Context, rdb Processor, name string, n int64, ttl time.Duration, publish string, req Request) (bool, error) {
+	ok, _, err := SemaphoreTrySetAcked(ctx, rdb, name, n, ttl, publish, req, Acks{})
+	return ok, err
+}
+
+// SemaphoreTrySetAcked is SemaphoreTrySet followed, when acks asks for
+// replicas, by WAIT in the same round trip (see SemaphoreAcquireAcked); it
+// also returns how many replicas acknowledged.
+func SemaphoreTrySetAcked(ctx context.Context, rdb Processor, name string, n int64, ttl time.Duration, publish string, req Request, acks Acks) (bool, int, error) {
 	var px any = "0"
 	if ttl > 0 {
 		px = millis(ttl)
 	}
-	v, err := evalInt(ctx, rdb, semSet, []string{name, SemaphoreChannel(name), req.Key},
+	v, acked, err := evalIntAcked(ctx, rdb, semSet, acks, req, []string{name, SemaphoreChannel(name), req.Key},
 		n, publish, req.TTL.arg(), px)
-	return v == 1, err
+	return v == 1, acked, err
 }
 
 // Publishing rules of SemaphoreAdd.
@@ -102,13 +128,29 @@ const (
 // SET, which drops the key's time to live (addPermits), and publishes by rule
 // (PublishTotal or PublishDelta).
 func SemaphoreAdd(ctx context.Context, rdb Processor, name string, delta int64, rule, publish string, req Request) error {
-	_, err := evalInt(ctx, rdb, semAdd, []string{name, SemaphoreChannel(name), req.Key},
-		delta, publish, req.TTL.arg(), rule)
+	_, err := SemaphoreAddAcked(ctx, rdb, name, delta, rule, publish, req, Acks{})
 	return err
+}
+
+// SemaphoreAddAcked is SemaphoreAdd followed, when acks asks for replicas, by
+// WAIT in the same round trip (see SemaphoreAcquireAcked); it returns how many
+// replicas acknowledged.
+func SemaphoreAddAcked(ctx context.Context, rdb Processor, name string, delta int64, rule, publish string, req Request, acks Acks) (int, error) {
+	_, acked, err := evalIntAcked(ctx, rdb, semAdd, acks, req, []string{name, SemaphoreChannel(name), req.Key},
+		delta, publish, req.TTL.arg(), rule)
+	return acked, err
 }
 
 // SemaphoreDrain sets the permits of the semaphore name to 0 and returns what
 // it held (drainPermits); 0 when it does not exist. Nothing is published.
 func SemaphoreDrain(ctx context.Context, rdb Processor, name string, req Request) (int64, error) {
-	return evalInt(ctx, rdb, semDrain, []string{name, req.Key}, req.TTL.arg())
+	n, _, err := SemaphoreDrainAcked(ctx, rdb, name, req, Acks{})
+	return n, err
+}
+
+// SemaphoreDrainAcked is SemaphoreDrain followed, when acks asks for
+// replicas, by WAIT in the same round trip (see SemaphoreAcquireAcked); it
+// also returns how many replicas acknowledged.
+func SemaphoreDrainAcked(ctx context.Context, rdb Processor, name string, req Request, acks Acks) (int64, int, error) {
+	return evalIntAcked(ctx, rdb, semDrain, acks, req, []string{name, req.Key}, req.TTL.arg())
 }

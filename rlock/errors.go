@@ -182,22 +182,53 @@ func quote(name string) string {
 }
 
 // NotReplicatedError is the error of a call that fewer replicas than required
-// acknowledged in time. It matches ErrNotReplicated.
+// acknowledged in time. It matches ErrNotReplicated. The call was a lock's
+// (Lock names it) or a semaphore's (Semaphore names it: a Semaphore's or an
+// ExpirableSemaphore's). An acquisition is undone before the error is
+// returned: the lock released, the permits given back (the text says so if
+// giving them back failed). A release (Unlock) and a change of a
+// semaphore's count (Op) stand on the primary: they cannot be undone.
 type NotReplicatedError struct {
-	Lock    string        // the lock's name
-	Unlock  bool          // the call was a release (else an acquisition, undone)
+	Lock      string // the lock's name; "" for a semaphore's call
+	Semaphore string // the semaphore's name; "" for a lock's call
+	// Unlock: the call was a release (a lock's Unlock, a semaphore's
+	// Release or Permits.Release); else an acquisition, undone, or Op.
+	Unlock bool
+	// Op is the method of a semaphore's call that neither acquires nor
+	// releases permits but changes their count: "TrySetPermits",
+	// "AddPermits", "DrainPermits" or "SetPermits". "" for the others.
+	Op      string
 	Acked   int           // replicas that acknowledged within Timeout
 	Wanted  int           // replicas required
 	Timeout time.Duration // how long the call waited for them
+	undo    error         // an acquisition's give-back that failed: its permits may stay taken
 }
 
 func (e *NotReplicatedError) Error() string {
+	if e.Semaphore != "" {
+		return e.semaphoreError()
+	}
 	op, then := "lock", "the acquisition was undone"
 	if e.Unlock {
 		op, then = "unlock", "the lock was released on the primary only"
 	}
 	return fmt.Sprintf("%v: %s %s: %d of %d replicas acknowledged within %v; %s",
 		ErrNotReplicated, op, quote(e.Lock), e.Acked, e.Wanted, e.Timeout, then)
+}
+
+// semaphoreError is the text of a semaphore's call's error.
+func (e *NotReplicatedError) semaphoreError() string {
+	op, then := "acquisition", "it was undone, its permits given back"
+	switch {
+	case e.Unlock:
+		op, then = "release", "the permits were released on the primary only"
+	case e.Op != "":
+		op, then = e.Op, "it took effect on the primary only"
+	case e.undo != nil:
+		then = fmt.Sprintf("giving its permits back failed (%v): they may stay taken", e.undo)
+	}
+	return fmt.Sprintf("%v: semaphore %s: %s: %d of %d replicas acknowledged within %v; %s",
+		ErrNotReplicated, quote(e.Semaphore), op, e.Acked, e.Wanted, e.Timeout, then)
 }
 
 // Is reports whether target is ErrNotReplicated.

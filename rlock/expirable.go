@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -27,9 +28,13 @@ import (
 //
 // Counts of permits must be at least 1 (ErrInvalidArgument otherwise, before
 // any round trip). Waiters queue in their Client as a Semaphore's do (a
-// release of this Client gives its permits to them in its own round trip),
-// and the first looks again at the earliest lease expiry it read, and at least
-// every recheck interval. An ExpirableSemaphore is safe for concurrent use.
+// release of this Client gives its permits to them in its own round trip,
+// except with WithReplicaAcks), and the first looks again at the earliest lease
+// expiry it read, and at least every recheck interval. WithReplicaAcks
+// applies as to a Semaphore: acquisitions that fewer replicas acknowledged
+// are undone and fail with ErrNotReplicated; releases and SetPermits,
+// TrySetPermits and AddPermits stand and say so; UpdateLease does not wait.
+// An ExpirableSemaphore is safe for concurrent use.
 type ExpirableSemaphore struct {
 	o    syncObject
 	keys lua.Permit
@@ -76,7 +81,9 @@ func WithPermitLease(d time.Duration) PermitOption {
 // Acquire takes n permits, waiting until they are available or ctx is done:
 // then it returns an error matching ErrNotAcquired and ctx's error. The
 // permits are held until Permits.Release, or until their lease runs out
-// (WithPermitLease), or while the watchdog renews them.
+// (WithPermitLease), or while the watchdog renews them. With WithReplicaAcks,
+// an acquisition that fewer replicas acknowledged is undone and the call
+// fails with ErrNotReplicated, even while waiting.
 func (s *ExpirableSemaphore) Acquire(ctx context.Context, n int64, opts ...PermitOption) (_ *Permits, err error) {
 	ctx, ob := s.o.startCall(ctx, observe.OpAcquire)
 	defer ob.endCall(&err)
@@ -85,7 +92,7 @@ func (s *ExpirableSemaphore) Acquire(ctx context.Context, n int64, opts ...Permi
 
 // TryAcquire takes n permits if they are available now, or with WithWaitTime
 // as soon as they are within that time; otherwise it returns an error matching
-// ErrNotAcquired.
+// ErrNotAcquired, or with WithReplicaAcks ErrNotReplicated (see Acquire).
 func (s *ExpirableSemaphore) TryAcquire(ctx context.Context, n int64, opts ...TryPermitOption) (_ *Permits, err error) {
 	ctx, ob := s.o.startCall(ctx, observe.OpTryAcquire)
 	defer ob.endCall(&err)
@@ -162,7 +169,7 @@ func (s *ExpirableSemaphore) acquire(ctx context.Context, n int64, o permitOptio
 		w := newPermitWaiter(n)
 		w.ids, w.lease = ids, o.lease
 		g, err := c.waitPermits(ctx, &s.o, expirableKind{s}, w, s.keys.Channel())
-		if err != nil && ctx.Err() != nil {
+		if err != nil && ctx.Err() != nil && !errors.Is(err, ErrNotReplicated) {
 			return nil, waitEnded(ctx, s.o.name, true)
 		} else if err != nil {
 			return nil, err
@@ -187,10 +194,9 @@ func (s *ExpirableSemaphore) life(lease time.Duration) time.Duration {
 // attempt tries once to take the permits ids: the handle, or whether the
 // semaphore exists.
 func (s *ExpirableSemaphore) attempt(ctx context.Context, ids []string, lease time.Duration) (*Permits, bool, error) {
-	c := s.o.c
 	sent := time.Now()
 	now, life := sent.UnixMilli(), s.life(lease)
-	try, err := s.keys.Acquire(ctx, c.rdb, now, c.publishCommand(ctx), lua.PermitWaiter{IDs: ids, Expiry: now + life.Milliseconds()})
+	try, err := s.take(ctx, now, lua.PermitWaiter{IDs: ids, Expiry: now + life.Milliseconds()})
 	switch {
 	case err != nil:
 		return nil, false, s.o.wrap(err)
@@ -205,8 +211,11 @@ func (s *ExpirableSemaphore) attempt(ctx context.Context, ids []string, lease ti
 type expirableKind struct{ s *ExpirableSemaphore }
 
 func (k expirableKind) attempt(ctx context.Context, sent time.Time, _ lua.Request, ws []*permitWaiter) (permitTry, error) {
-	c, now := k.s.o.c, sent.UnixMilli()
-	try, err := k.s.keys.Acquire(ctx, c.rdb, now, c.publishCommand(ctx), k.waiters(now, ws)...)
+	now := sent.UnixMilli()
+	try, err := k.s.take(ctx, now, k.waiters(now, ws)...)
+	if nr, ok := err.(*NotReplicatedError); ok {
+		return permitTry{served: try.Served, refused: nr}, nil
+	}
 	if err != nil || try.Served > 0 {
 		return permitTry{served: try.Served, expiry: try.Expiry}, err
 	}
@@ -229,8 +238,63 @@ func (k expirableKind) waiters(now int64, ws []*permitWaiter) []lua.PermitWaiter
 
 func (k expirableKind) giveBack(ctx context.Context, ws []*permitWaiter) {
 	for _, w := range ws {
-		_ = k.s.release(ctx, w.ids, nil)
+		if k.s.o.acks().Replicas > 0 {
+			_ = k.s.undo(ctx, w.ids) // no hand-off with acknowledgements (handOff), nor a wait for them
+		} else {
+			_ = k.s.release(ctx, w.ids, nil)
+		}
 	}
+}
+
+// take takes permits for the waiters ws (the caller's first, see
+// lua.Permit.Acquire) at now, epoch ms, in one round trip. With the client's
+// replica acknowledgements, WAIT follows the script in that round trip, and
+// an acquisition that served waiters and that fewer replicas acknowledged is
+// undone (their ids given back, undo) and fails with a *NotReplicatedError,
+// returned with what the attempt read. A replayed answer (the first waiter's
+// ids found live: a second execution, which wrote nothing for the WAIT to
+// count) is acknowledged by a round trip of its own (lua.Confirm); one whose
+// confirmation fails is undone too, and fails with that error.
+func (s *ExpirableSemaphore) take(ctx context.Context, now int64, ws ...lua.PermitWaiter) (lua.PermitTry, error) {
+	c, acks := s.o.c, s.o.acks()
+	try, replayed, acked, err := s.keys.AcquireAcked(ctx, c.rdb, now, c.publishCommand(ctx), acks, ws...)
+	if err != nil || try.Served == 0 || acks.Replicas == 0 {
+		return try, err
+	}
+	if replayed {
+		acked, err = lua.Confirm(ctx, c.rdb, s.o.request(), acks)
+	}
+	if err == nil && !s.o.short(acked) {
+		return try, nil
+	}
+	var undo error
+	for _, w := range ws[:try.Served] {
+		undo = cmp.Or(undo, s.undo(ctx, w.IDs))
+	}
+	if err != nil {
+		return lua.PermitTry{}, err
+	}
+	return try, s.o.notReplicated("", acked, undo)
+}
+
+// undo gives back the permits ids (raw) that an acquisition took but must not
+// keep, in a round trip of its own bounded by the client's release timeout:
+// a release as Release makes (a request record of its own: go-redis resending
+// it counts it once), that waits for no replica and hands nothing to this
+// client's waiters (it publishes, and they attempt). An id already gone (an
+// expired permit reclaimed) leaves nothing to give back.
+func (s *ExpirableSemaphore) undo(ctx context.Context, ids []string) error {
+	c := s.o.c
+	ctx, cancel := c.releaseContext(ctx)
+	defer cancel()
+	now, publish, req := time.Now().UnixMilli(), c.publishCommand(ctx), s.o.request()
+	var err error
+	if len(ids) == 1 {
+		_, _, err = s.keys.Release(ctx, c.rdb, ids[0], now, publish, req, false)
+	} else {
+		_, _, err = s.keys.ReleaseAll(ctx, c.rdb, ids, now, publish, req, false)
+	}
+	return err
 }
 
 func (expirableKind) recorded() bool { return false }
@@ -244,7 +308,9 @@ func (expirableKind) recorded() bool { return false }
 // client's release timeout, not with ctx. A Permits handle of this client whose
 // permit is released here ends at once, with an error matching ErrReleased; one
 // of another client ends with ErrPermitLost, told at once by client tracking
-// (WithTracking), else at its next renewal.
+// (WithTracking), else at its next renewal. With WithReplicaAcks, a release
+// that fewer replicas acknowledged returns ErrNotReplicated: it stands on the
+// primary, and the handles end as they do on success.
 func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) (err error) {
 	ctx, ob := s.o.startCall(ctx, observe.OpRelease)
 	defer ob.endCall(&err)
@@ -252,7 +318,8 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) (err er
 	if err != nil {
 		return err
 	}
-	if err := s.release(ctx, raw, ids); err != nil {
+	err = s.release(ctx, raw, ids)
+	if err != nil && !errors.Is(err, ErrNotReplicated) {
 		return err
 	}
 	for _, id := range raw {
@@ -260,7 +327,7 @@ func (s *ExpirableSemaphore) Release(ctx context.Context, ids ...string) (err er
 			h.Lose(errReleasedByID)
 		}
 	}
-	return nil
+	return err // nil, or a short acknowledgement of a release that stands
 }
 
 // release gives back the raw ids, shown in errors as shown, or as hexIDs(raw)
@@ -270,13 +337,14 @@ func (s *ExpirableSemaphore) release(ctx context.Context, raw, shown []string) e
 	ctx, cancel := c.releaseContext(ctx)
 	defer cancel()
 	var r int64
+	acked := 0
 	err := c.handOff(ctx, &s.o, expirableKind{s}, int64(len(raw)), func(ws []*permitWaiter, alone bool, req lua.Request) (served int, err error) {
 		now := time.Now().UnixMilli()
 		publish, serve := c.publishCommand(ctx), expirableKind{s}.waiters(now, ws)
 		if len(raw) == 1 {
-			r, served, err = s.keys.Release(ctx, c.rdb, raw[0], now, publish, req, alone, serve...)
+			r, served, acked, err = s.keys.ReleaseAcked(ctx, c.rdb, raw[0], now, publish, req, s.o.acks(), alone, serve...)
 		} else {
-			r, served, err = s.keys.ReleaseAll(ctx, c.rdb, raw, now, publish, req, alone, serve...)
+			r, served, acked, err = s.keys.ReleaseAllAcked(ctx, c.rdb, raw, now, publish, req, s.o.acks(), alone, serve...)
 		}
 		return served, err
 	})
@@ -291,7 +359,7 @@ func (s *ExpirableSemaphore) release(ctx context.Context, raw, shown []string) e
 		return fmt.Errorf("%w: semaphore %s: one of permits %v was released, expired or never acquired; none was released",
 			ErrNoSuchPermit, quote(s.o.name), shownIDs(raw, shown))
 	}
-	return nil
+	return s.o.replicated(opRelease, true, acked, nil)
 }
 
 // shownIDs returns shown, or hexIDs(raw) when shown is nil (see release).

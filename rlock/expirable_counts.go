@@ -109,26 +109,35 @@ func (s *ExpirableSemaphore) count(ctx context.Context, what string) (int64, err
 // permits, which may become negative; it creates the semaphore with n permits
 // if it does not exist (Redisson's setPermits). Use TrySetPermits to
 // initialise a semaphore that many processes share: SetPermits on every start
-// drives the count wrong when permits are out.
+// drives the count wrong when permits are out. With WithReplicaAcks a change
+// that fewer replicas acknowledged returns ErrNotReplicated: it stands on the
+// primary.
 func (s *ExpirableSemaphore) SetPermits(ctx context.Context, n int64) (err error) {
 	ctx, ob := s.o.startCall(ctx, observe.OpSetPermits)
 	defer ob.endCall(&err)
 	if err := s.checkTotal(n); err != nil {
 		return err
 	}
-	return s.o.wrap(s.keys.SetTotal(ctx, s.o.c.rdb, n, s.o.c.publishCommand(ctx)))
+	var req lua.Request // the write that WAIT follows, with acknowledgements (lua.Permit.SetTotalAcked)
+	if s.o.acks().Replicas > 0 {
+		req = s.o.request()
+	}
+	acked, err := s.keys.SetTotalAcked(ctx, s.o.c.rdb, n, s.o.c.publishCommand(ctx), req, s.o.acks())
+	return s.o.replicated("SetPermits", true, acked, err)
 }
 
 // TrySetPermits creates the semaphore with n permits (n >= 0) if it does not
-// exist and reports whether it did; n is published.
+// exist and reports whether it did; n is published. With WithReplicaAcks a
+// creation that fewer replicas acknowledged returns true and
+// ErrNotReplicated: it stands on the primary.
 func (s *ExpirableSemaphore) TrySetPermits(ctx context.Context, n int64) (_ bool, err error) {
 	ctx, ob := s.o.startCall(ctx, observe.OpTrySetPermits)
 	defer ob.endCall(&err)
 	if err := s.checkTotal(n); err != nil {
 		return false, err
 	}
-	ok, err := lua.SemaphoreTrySet(ctx, s.o.c.rdb, s.o.name, n, 0, s.o.c.publishCommand(ctx), s.o.request())
-	return ok, s.o.wrap(err)
+	ok, acked, err := lua.SemaphoreTrySetAcked(ctx, s.o.c.rdb, s.o.name, n, 0, s.o.c.publishCommand(ctx), s.o.request(), s.o.acks())
+	return ok, s.o.replicated("TrySetPermits", ok, acked, err)
 }
 
 func (s *ExpirableSemaphore) checkTotal(n int64) error {
@@ -142,15 +151,17 @@ func (s *ExpirableSemaphore) checkTotal(n int64) error {
 }
 
 // AddPermits adds delta (of any sign) to the available permits; a positive
-// delta is published (Redisson's addPermits).
+// delta is published (Redisson's addPermits). With WithReplicaAcks a change
+// that fewer replicas acknowledged returns ErrNotReplicated: it stands on the
+// primary.
 func (s *ExpirableSemaphore) AddPermits(ctx context.Context, delta int64) (err error) {
 	ctx, ob := s.o.startCall(ctx, observe.OpAddPermits)
 	defer ob.endCall(&err)
 	if err := s.o.check(); err != nil {
 		return err
 	}
-	err = lua.SemaphoreAdd(ctx, s.o.c.rdb, s.o.name, delta, lua.PublishDelta, s.o.c.publishCommand(ctx), s.o.request())
-	return s.o.wrap(err)
+	acked, err := lua.SemaphoreAddAcked(ctx, s.o.c.rdb, s.o.name, delta, lua.PublishDelta, s.o.c.publishCommand(ctx), s.o.request(), s.o.acks())
+	return s.o.replicated("AddPermits", delta != 0, acked, err)
 }
 
 // Delete deletes the semaphore, its count and its acquired permits, and

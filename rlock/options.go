@@ -121,8 +121,14 @@ func WithOnLost(f func(name string, err error)) ClientOption {
 // and fails with ErrNotReplicated: after a failover to a replica that missed it,
 // another owner could take the lock too. Default: no acknowledgement (one
 // primary's word, as bsm/redislock and redsync on one server). A timeout of zero
-// means 1 s. WithAcks overrides it for one call. It applies to locks only: the
-// semaphores' and the latch's scripts do not wait for replicas yet.
+// means 1 s. WithAcks overrides it for one call. It applies to the semaphores
+// too (Semaphore, ExpirableSemaphore): an acquisition is undone likewise, its
+// permits given back, and fails with ErrNotReplicated, even while waiting; a
+// release, and TrySetPermits, AddPermits, DrainPermits and SetPermits, report
+// it and stand; a release no longer hands its permits to the client's waiters
+// in its round trip: they take them with acquisitions of their own,
+// acknowledged. ExpirableSemaphore.UpdateLease and the CountDownLatch's calls
+// do not wait for replicas.
 func WithReplicaAcks(replicas int, timeout time.Duration) ClientOption {
 	return func(o *clientOptions) { o.acks = lua.Acks{Replicas: replicas, Timeout: timeout} }
 }

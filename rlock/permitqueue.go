@@ -199,6 +199,29 @@ func (q *permitQueue) served(ws []*permitWaiter, k int, sent time.Time, skip *pe
 	return giveBack
 }
 
+// refused ends the round trip that served the first k of ws but that fewer
+// replicas than required acknowledged: it gave their permits back (all of
+// them, the permits of those that left included). Those k fail with err (a
+// *NotReplicatedError), but skip (the head whose own round trip it was, which
+// returns err itself): a waiting call that met a short acknowledgement
+// fails, as a single attempt does, rather than attempting again for as long
+// as the replicas lag. The rest keep waiting; as the permits are back, the
+// next head attempts at once. t.mu must be held.
+func (q *permitQueue) refused(ws []*permitWaiter, k int, err error, skip *permitWaiter) {
+	q.quiet = false
+	for i, w := range ws {
+		w.fly = false
+		switch {
+		case i < k && !w.left && w != skip:
+			w.grant <- permitGrant{err: err}
+		case i >= k && !w.left:
+			continue
+		}
+		q.remove(w)
+	}
+	q.promote(false)
+}
+
 // failed ends a round trip that served ws with an unknown outcome: the head
 // reads it from the request's record (req, whose value less offset is the
 // number served) before it attempts again. t.mu must be held.
@@ -220,6 +243,14 @@ func (q *permitQueue) failed(ws []*permitWaiter, req lua.Request, offset int64, 
 func (q *permitQueue) leave(w *permitWaiter) (served bool) {
 	if w.fly {
 		w.left = true // what serves it, or settles it, takes it out
+		if q.unsureHas(w) {
+			// No round trip is in flight for it, only one to settle, which
+			// gives back what it got from the unsure list (as failed does):
+			// it goes now, or, the head that made that round trip, it would
+			// stay in front and no head would settle it.
+			q.remove(w)
+			q.promote(false)
+		}
 		return false
 	}
 	if !slices.Contains(q.waiters, w) {
@@ -227,6 +258,17 @@ func (q *permitQueue) leave(w *permitWaiter) (served bool) {
 	}
 	q.remove(w)
 	q.promote(false)
+	return false
+}
+
+// unsureHas reports whether w is one of the waiters of an unsure round trip
+// still to settle (one that settle took out is in flight again).
+func (q *permitQueue) unsureHas(w *permitWaiter) bool {
+	for _, u := range q.unsure {
+		if slices.Contains(u.ws, w) {
+			return true
+		}
+	}
 	return false
 }
 

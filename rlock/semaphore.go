@@ -2,6 +2,7 @@ package rlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -24,8 +25,17 @@ import (
 // release announces, and looks again at least every recheck interval
 // (WithRecheckInterval), so that a lost message delays them by at most that.
 // A Release in a Client whose waiters queue gives them its permits in its own
-// round trip and publishes only what is left. Counts of permits to acquire or release must be at least 1: 0 and
-// negative counts fail with ErrInvalidArgument before any round trip. A
+// round trip and publishes only what is left (not with WithReplicaAcks: then
+// it publishes, and the waiters take the permits with acquisitions of their
+// own, which the replicas acknowledge). Counts of permits to acquire or
+// release must be at least 1: 0 and negative counts fail with
+// ErrInvalidArgument before any round trip.
+//
+// With WithReplicaAcks, every acquisition, release and change of the count
+// waits in its round trip for the replicas (Redis' WAIT): an acquisition
+// that fewer acknowledged is undone, its permits given back, and fails with
+// a *NotReplicatedError (ErrNotReplicated), a waiting one too; a release or
+// a change of the count stands on the primary and returns that error. A
 // Semaphore is safe for concurrent use.
 type Semaphore struct{ o syncObject }
 
@@ -48,7 +58,9 @@ func (d WaitTime) applyTryAcquire(w *time.Duration) { *w = time.Duration(d) }
 // then it returns an error matching ErrNotAcquired and ctx's error (ErrClosed
 // once the Client is closed). A waiter is woken by releases and looks again
 // at least every recheck interval. It costs one round trip when the permits
-// are there.
+// are there. With WithReplicaAcks, an acquisition that fewer replicas
+// acknowledged is undone and the call fails with ErrNotReplicated, even
+// while waiting.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) (err error) {
 	ctx, ob := s.o.startCall(ctx, observe.OpAcquire)
 	defer ob.endCall(&err)
@@ -57,7 +69,8 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (err error) {
 
 // TryAcquire takes n permits if they are available now (one round trip), or
 // with WithWaitTime as soon as they are within that time; otherwise it returns
-// an error matching ErrNotAcquired (and ctx's error if ctx ended the wait).
+// an error matching ErrNotAcquired (and ctx's error if ctx ended the wait),
+// or with WithReplicaAcks ErrNotReplicated (see Acquire).
 func (s *Semaphore) TryAcquire(ctx context.Context, n int64, opts ...TryAcquireOption) (err error) {
 	ctx, ob := s.o.startCall(ctx, observe.OpTryAcquire)
 	defer ob.endCall(&err)
@@ -84,7 +97,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait bool, deadline ti
 	}
 	c := s.o.c
 	if !wait || !c.permitQs.queued(s.o.name) {
-		r, err := lua.SemaphoreAcquire(ctx, c.rdb, s.o.name, s.o.request(), n)
+		r, err := s.take(ctx, s.o.request(), n)
 		switch {
 		case err != nil:
 			return s.o.wrap(err)
@@ -97,9 +110,41 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait bool, deadline ti
 	ctx, stop := c.waitContext(ctx, deadline)
 	defer stop()
 	_, err := c.waitPermits(ctx, &s.o, semaphoreKind{s}, newPermitWaiter(n), lua.SemaphoreChannel(s.o.name))
-	if err != nil && ctx.Err() != nil {
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ErrNotReplicated) {
 		return waitEnded(ctx, s.o.name, true)
 	}
+	return err
+}
+
+// take takes permits for waiters that want wants (the caller's first, see
+// lua.SemaphoreAcquire) with request req, in one round trip, and returns how
+// many it served. With the client's replica acknowledgements, WAIT follows
+// the script in that round trip, and an acquisition that served waiters and
+// that fewer replicas acknowledged is undone (undo) and fails with a
+// *NotReplicatedError; the count served is returned with it.
+func (s *Semaphore) take(ctx context.Context, req lua.Request, wants ...int64) (int64, error) {
+	r, acked, err := lua.SemaphoreAcquireAcked(ctx, s.o.c.rdb, s.o.name, req, s.o.acks(), wants...)
+	if err != nil || r <= 0 || !s.o.short(acked) {
+		return r, err
+	}
+	var n int64
+	for _, w := range wants[:r] {
+		n += w
+	}
+	return r, s.o.notReplicated("", acked, s.undo(ctx, n))
+}
+
+// undo gives back n permits that an acquisition took but must not keep, in a
+// round trip of its own bounded by the client's release timeout: a release
+// with a request record of its own (go-redis resending it counts it once)
+// that waits for no replica (it undoes; a failover that loses it loses the
+// acquisition too, unless the replica had that alone) and hands nothing to
+// this client's waiters: it publishes the count, and they attempt.
+func (s *Semaphore) undo(ctx context.Context, n int64) error {
+	c := s.o.c
+	ctx, cancel := c.releaseContext(ctx)
+	defer cancel()
+	_, _, err := lua.SemaphoreRelease(ctx, c.rdb, s.o.name, n, false, c.publishCommand(ctx), s.o.request(), false)
 	return err
 }
 
@@ -107,7 +152,10 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait bool, deadline ti
 type semaphoreKind struct{ s *Semaphore }
 
 func (k semaphoreKind) attempt(ctx context.Context, _ time.Time, req lua.Request, ws []*permitWaiter) (permitTry, error) {
-	r, err := lua.SemaphoreAcquire(ctx, k.s.o.c.rdb, k.s.o.name, req, wants(ws)...)
+	r, err := k.s.take(ctx, req, wants(ws)...)
+	if nr, ok := err.(*NotReplicatedError); ok {
+		return permitTry{served: int(r), refused: nr}, nil
+	}
 	return permitTry{served: int(max(r, 0)), sleep: -1, absent: r == lua.SemaphoreAbsent}, err
 }
 
@@ -116,7 +164,11 @@ func (k semaphoreKind) giveBack(ctx context.Context, ws []*permitWaiter) {
 	for _, w := range ws {
 		n += w.n
 	}
-	if n > 0 {
+	switch {
+	case n == 0:
+	case k.s.o.acks().Replicas > 0:
+		_ = k.s.undo(ctx, n) // no hand-off with acknowledgements (handOff), nor a wait for them
+	default:
 		_, _ = k.s.release(ctx, n, false)
 	}
 }
@@ -136,8 +188,11 @@ func notAvailable(name string, n int64, absent bool) error {
 // and publishes the new count, which wakes up to that many waiters (Redisson's
 // release). Waiters of this Client that queue get the permits first, in the
 // same round trip: then only the count left is published (nothing when none
-// is). It makes one round trip, which does not end with ctx but with the
-// client's release timeout (WithReleaseTimeout), as Unlock.
+// is); not with WithReplicaAcks, which makes the release wait for the
+// replicas and return ErrNotReplicated (the permits are released on the
+// primary) when fewer acknowledged. It makes one round trip, which does not
+// end with ctx but with the client's release timeout (WithReleaseTimeout), as
+// Unlock.
 func (s *Semaphore) Release(ctx context.Context, n int64) (err error) {
 	ctx, ob := s.o.startCall(ctx, observe.OpRelease)
 	defer ob.endCall(&err)
@@ -160,18 +215,21 @@ func (s *Semaphore) release(ctx context.Context, n int64, ifExists bool) (ok boo
 	c := s.o.c
 	ctx, cancel := c.releaseContext(ctx)
 	defer cancel()
+	acked := 0
 	err = c.handOff(ctx, &s.o, semaphoreKind{s}, n, func(ws []*permitWaiter, alone bool, req lua.Request) (int, error) {
 		var served int64
-		ok, served, err = lua.SemaphoreRelease(ctx, c.rdb, s.o.name, n, ifExists, c.publishCommand(ctx), req, alone, wants(ws)...)
+		ok, served, acked, err = lua.SemaphoreReleaseAcked(ctx, c.rdb, s.o.name, n, ifExists, c.publishCommand(ctx), req, s.o.acks(), alone, wants(ws)...)
 		return int(served), err
 	})
-	return ok, s.o.wrap(err)
+	return ok, s.o.replicated(opRelease, ok, acked, err)
 }
 
 // TrySetPermits creates the semaphore with n permits (n >= 0) if it does not
 // exist, and reports whether it did; a positive ttl makes the semaphore expire
 // after it (Redisson's trySetPermits(n) and trySetPermits(n, ttl)). The new
-// count is published, waking waiters.
+// count is published, waking waiters. With WithReplicaAcks a creation that
+// fewer replicas acknowledged returns true and ErrNotReplicated: it stands on
+// the primary.
 func (s *Semaphore) TrySetPermits(ctx context.Context, n int64, ttl time.Duration) (_ bool, err error) {
 	ctx, ob := s.o.startCall(ctx, observe.OpTrySetPermits)
 	defer ob.endCall(&err)
@@ -184,21 +242,23 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int64, ttl time.Duratio
 	if ttl < 0 {
 		return false, fmt.Errorf("%w: semaphore %s: negative time to live %v", ErrInvalidArgument, quote(s.o.name), ttl)
 	}
-	ok, err := lua.SemaphoreTrySet(ctx, s.o.c.rdb, s.o.name, n, ttl, s.o.c.publishCommand(ctx), s.o.request())
-	return ok, s.o.wrap(err)
+	ok, acked, err := lua.SemaphoreTrySetAcked(ctx, s.o.c.rdb, s.o.name, n, ttl, s.o.c.publishCommand(ctx), s.o.request(), s.o.acks())
+	return ok, s.o.replicated("TrySetPermits", ok, acked, err)
 }
 
 // AddPermits adds delta permits (delta may be negative, and the count may go
 // to zero or below) and publishes the new count (Redisson's addPermits). The
 // semaphore is rewritten, which removes a time to live set by TrySetPermits.
+// With WithReplicaAcks a change that fewer replicas acknowledged returns
+// ErrNotReplicated: it stands on the primary.
 func (s *Semaphore) AddPermits(ctx context.Context, delta int64) (err error) {
 	ctx, ob := s.o.startCall(ctx, observe.OpAddPermits)
 	defer ob.endCall(&err)
 	if err := s.o.check(); err != nil {
 		return err
 	}
-	err = lua.SemaphoreAdd(ctx, s.o.c.rdb, s.o.name, delta, lua.PublishTotal, s.o.c.publishCommand(ctx), s.o.request())
-	return s.o.wrap(err)
+	acked, err := lua.SemaphoreAddAcked(ctx, s.o.c.rdb, s.o.name, delta, lua.PublishTotal, s.o.c.publishCommand(ctx), s.o.request(), s.o.acks())
+	return s.o.replicated("AddPermits", delta != 0, acked, err)
 }
 
 // AvailablePermits returns the number of permits available: 0 for a semaphore
@@ -215,15 +275,18 @@ func (s *Semaphore) AvailablePermits(ctx context.Context) (_ int64, err error) {
 
 // DrainPermits takes every available permit and returns how many there were
 // (a negative count is set to 0 and returned); nothing is published
-// (Redisson's drainPermits).
+// (Redisson's drainPermits). With WithReplicaAcks a drain that fewer replicas
+// acknowledged returns the count and ErrNotReplicated: it stands on the
+// primary (a failover to a replica that missed it would give the permits
+// back).
 func (s *Semaphore) DrainPermits(ctx context.Context) (_ int64, err error) {
 	ctx, ob := s.o.startCall(ctx, observe.OpDrainPermits)
 	defer ob.endCall(&err)
 	if err := s.o.check(); err != nil {
 		return 0, err
 	}
-	n, err := lua.SemaphoreDrain(ctx, s.o.c.rdb, s.o.name, s.o.request())
-	return n, s.o.wrap(err)
+	n, acked, err := lua.SemaphoreDrainAcked(ctx, s.o.c.rdb, s.o.name, s.o.request(), s.o.acks())
+	return n, s.o.replicated("DrainPermits", n != 0, acked, err)
 }
 
 // Delete deletes the semaphore and reports whether it existed. Waiters keep

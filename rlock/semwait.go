@@ -34,14 +34,20 @@ type permitTry struct {
 	sleep  time.Duration // none served: how long the head may sleep at most (-1: until a message)
 	absent bool          // none served: the semaphore does not exist
 	expiry int64         // ExpirableSemaphore: a replayed head's expiry in Redis (0: sent plus the lease)
+	// refused: the attempt served waiters, but fewer replicas than the
+	// client requires acknowledged it (a *NotReplicatedError): it gave
+	// their permits back, and they fail with it.
+	refused error
 }
 
 // permitGrant is what a served waiter gets: when the round trip that served it
 // was sent, and for an ExpirableSemaphore's replayed head the expiry Redis
-// holds (0: the one sent).
+// holds (0: the one sent); or err, the refusal of an attempt that served it
+// but was not acknowledged by enough replicas (its permits went back).
 type permitGrant struct {
 	sent   time.Time
 	expiry int64
+	err    error
 }
 
 // waitPermits queues w on the semaphore o and waits until a round trip serves
@@ -54,7 +60,7 @@ func (c *Client) waitPermits(ctx context.Context, o *syncObject, k permitKind, w
 	case <-w.turn:
 		return c.leadPermits(ctx, o, k, q, w, channel)
 	case g := <-w.grant:
-		return g, nil
+		return g, g.err
 	case <-ctx.Done():
 		return c.leavePermits(ctx, k, q, w, ctx.Err())
 	}
@@ -82,7 +88,7 @@ func (c *Client) leadPermits(ctx context.Context, o *syncObject, k permitKind, q
 	if err != nil {
 		return c.leavePermits(ctx, k, q, w, err)
 	}
-	return g, nil
+	return g, g.err
 }
 
 // permitStep is one step of the head w: settle an unsure round trip, pace,
@@ -118,17 +124,26 @@ func (c *Client) permitStep(ctx context.Context, o *syncObject, k permitKind, q 
 	r, err := k.attempt(rctx, sent, req, ws)
 	cancel()
 	t.mu.Lock()
-	back := c.ended(q, k, ws, r.served, err, req, 0, sent, w)
+	var back []*permitWaiter
+	if r.refused != nil {
+		q.refused(ws, r.served, r.refused, w)
+	} else {
+		back = c.ended(q, k, ws, r.served, err, req, 0, sent, w)
+	}
 	q.looked = q.looked || confirmed && err == nil
-	if err == nil && r.served > 0 {
+	switch {
+	case r.refused != nil: // the permits are back: the next head attempts at once (refused)
+	case err == nil && r.served > 0:
 		q.pace.attemptWon()
 		q.pace.acquired()
-	} else {
+	default:
 		q.quiet = false // w stays the head: the sleep it returns is its news
 	}
 	t.forgetLocked(q)
 	k.giveBack(ctx, back)
 	switch {
+	case r.refused != nil:
+		return turn[permitGrant]{got: permitGrant{err: r.refused}, done: true}, nil
 	case err != nil:
 		return turn[permitGrant]{}, o.wrap(err)
 	case r.served > 0:
@@ -173,10 +188,20 @@ func (c *Client) settle(ctx context.Context, o *syncObject, k permitKind, q *per
 	if ran {
 		served = int(v - u.offset)
 	}
+	var refund []*permitWaiter
+	if served > 0 && o.acks().Replicas > 0 {
+		// The replicas' acknowledgement was lost with the reply: what the round
+		// trip served goes back, and its waiters wait on, to attempt again.
+		refund, served = u.ws[:served], 0
+	}
 	t.mu.Lock()
 	back := c.ended(q, k, u.ws, served, err, u.req, u.offset, u.sent, w)
+	if refund != nil {
+		q.quiet = false // the permits are back: the head attempts at once
+	}
 	t.forgetLocked(q)
 	k.giveBack(ctx, back)
+	k.giveBack(ctx, refund)
 	if err != nil {
 		return turn[permitGrant]{}, o.wrap(err)
 	}
@@ -200,7 +225,8 @@ func (c *Client) leavePermits(ctx context.Context, k permitKind, q *permitQueue,
 		sub.Close()
 	}
 	if served {
-		return <-w.grant, nil
+		g := <-w.grant
+		return g, g.err
 	}
 	if orphan {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.latchTTL.Duration())
@@ -254,7 +280,11 @@ func (c *Client) listenPermits(ctx context.Context, o *syncObject, q *permitQueu
 // the semaphore o back, handing them to the front waiters of its queue that
 // no other round trip serves, as many as n covers: release gets them (nil:
 // none), whether to serve them only if no other client listens, and its
-// request, and returns how many it served.
+// request, and returns how many it served. With replica acknowledgements
+// (WithReplicaAcks) it hands nothing over: the release's WAIT would stand
+// for the waiters' acquisitions, and a short one could not be undone for
+// them; release publishes, and the waiters take the permits with attempts
+// of their own, acknowledged.
 func (c *Client) handOff(ctx context.Context, o *syncObject, k permitKind, n int64,
 	release func(ws []*permitWaiter, onlyIfAlone bool, req lua.Request) (int, error)) error {
 	t := &c.permitQs
@@ -262,7 +292,7 @@ func (c *Client) handOff(ctx context.Context, o *syncObject, k permitKind, n int
 	q := t.m[o.name]
 	var ws []*permitWaiter
 	alone := false
-	if q != nil {
+	if q != nil && o.acks().Replicas == 0 {
 		ws, alone = q.choose(n, nil), q.pace.streak >= maxPermitHandOffs
 	}
 	t.mu.Unlock()

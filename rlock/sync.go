@@ -60,16 +60,57 @@ func (o *syncObject) checkCount(n int64) error {
 }
 
 // wrap names the object in err, and reads a WRONGTYPE reply as ErrWrongType.
+// A *NotReplicatedError names the object already: it is returned as it is.
 func (o *syncObject) wrap(err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, ErrNotReplicated):
+		return err
 	case lua.IsWrongType(err):
 		return fmt.Errorf("%w: %s is not a %s (%v)", ErrWrongType, quote(o.name), o.noun, err)
 	case errors.Is(err, pubsub.ErrClosed):
 		return ErrClosed
 	}
 	return fmt.Errorf("rlock: %s %s: %w", o.noun, quote(o.name), unreachable(o.c.where, err))
+}
+
+// acks returns the replica acknowledgements the calls on o wait for, the
+// client's (WithReplicaAcks): the zero Acks when none.
+func (o *syncObject) acks() lua.Acks { return o.c.opts.acks }
+
+// short reports whether acked replicas are fewer than the calls on o require.
+func (o *syncObject) short(acked int) bool { return acked < o.c.opts.acks.Replicas }
+
+// notReplicated is the error of a semaphore's call that only acked replicas
+// acknowledged: an acquisition (op ""), undone (undo: why giving its permits
+// back failed, if it did), a release (op "release") or the count-changing
+// call op (see NotReplicatedError.Op).
+func (o *syncObject) notReplicated(op string, acked int, undo error) error {
+	a := o.acks()
+	e := &NotReplicatedError{Semaphore: o.name, Acked: acked, Wanted: a.Replicas, Timeout: a.Timeout, undo: undo}
+	switch op {
+	case "":
+	case opRelease:
+		e.Unlock = true
+	default:
+		e.Op = op
+	}
+	return e
+}
+
+// opRelease is notReplicated's op of a release.
+const opRelease = "release"
+
+// replicated returns the error of o's call op that wrote (or not) and that
+// acked replicas acknowledged: err, wrapped (wrap), or when err is nil and
+// the call wrote, a *NotReplicatedError if acked falls short. Without
+// acknowledgements required, wrap(err).
+func (o *syncObject) replicated(op string, wrote bool, acked int, err error) error {
+	if err == nil && wrote && o.short(acked) {
+		return o.notReplicated(op, acked, nil)
+	}
+	return o.wrap(err)
 }
 
 // request returns a new request key for a call that changes a count (see
