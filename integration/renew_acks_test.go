@@ -58,7 +58,16 @@ func startReplicated(t *testing.T) replicated {
 		info, err := rc.Info(ctx, "replication").Result()
 		return err == nil && strings.Contains(info, "master_link_status:up")
 	}, 10*time.Second, 10*time.Millisecond, "replica in sync")
-	return replicated{primary: primary, link: link, rdb: primary.Client(t)}
+	rdb := primary.Client(t)
+	require.Eventually(t, func() bool { // the primary counts a replica from its first acknowledgement on
+		pipe := rdb.Pipeline()
+		pipe.Set(ctx, redistest.Name(t), "1", time.Minute)
+		wait := pipe.Do(ctx, "wait", 1, 100)
+		_, _ = pipe.Exec(ctx)
+		n, err := wait.Int()
+		return err == nil && n == 1
+	}, 10*time.Second, 10*time.Millisecond, "the replica acknowledges writes")
+	return replicated{primary: primary, link: link, rdb: rdb}
 }
 
 // leased is one hold of a kind with a lease: its handle, and the error its

@@ -141,10 +141,12 @@ func (c *Client) acquireArgs(lk *lockDef, o *owner, lo lockOptions) lua.AcquireA
 
 // undoAcquire takes back an acquisition a whose outcome is unknown or unwanted:
 // it releases one hold if and only if the owner's count is a.Expected+1, so it is
-// a no-op when the acquisition did not happen. Failures are ignored: the hold
-// then expires with its lease.
+// a no-op when the acquisition did not happen. It is bounded by the release
+// timeout, as an Unlock is: it runs on the caller's path, and the caller's
+// wait must not outlive its ctx by more. Failures are ignored: the hold then
+// expires with its lease.
 func (c *Client) undoAcquire(a lua.AcquireArgs) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.latchTTL.Duration())
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.releaseTimeout)
 	defer cancel()
 	_, _ = c.backend.release(ctx, lua.ReleaseArgs{
 		Lock: a.Lock, Field: a.Field, Latch: a.Lock.NewLatch(), Lease: a.Lease,

@@ -200,6 +200,11 @@ func (p *Permits) Release(ctx context.Context) (err error) {
 	case errors.Is(err, ErrNoSuchPermit):
 		p.settled(fmt.Errorf("%w: %w", ErrPermitLost, err))
 		return err
+	case errors.Is(err, ErrNotReplicated): // released, but fewer replicas than asked have it
+		if mine {
+			p.settled(releasedError{p})
+		}
+		return err
 	}
 	p.unclaim()
 	err = fmt.Errorf("%w: semaphore %s: release of permits %v not confirmed (%w); they are no longer renewed and return within their lease",
