@@ -131,7 +131,7 @@ func (e *env) check(subs int) result {
 	e.mu.Lock()
 	ops := append([]Op(nil), e.ops...)
 	e.mu.Unlock()
-	rep := Check(ops, Spec{Permits: e.s.Permits, Counters: counters})
+	rep := Check(ops, Spec{Permits: e.s.Permits, Counters: counters, Strict: e.s.Strict, Partition: e.window})
 	left := e.leftovers()
 	r := result{Scenario: e.s.Name, Fault: e.s.Fault, Kinds: e.s.Kinds, Report: rep, Orphans: len(left),
 		OrphanSubs: subs, LeakedGor: e.leaked, WorkerKilled: e.killed}

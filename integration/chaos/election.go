@@ -12,7 +12,7 @@ import (
 // goroutine per election name (on wg): it records every view Observe
 // delivers until the scenario's end.
 func (w *worker) followers(wg *sync.WaitGroup) {
-	if !slices.Contains(w.cfg.Kinds, KindElection) {
+	if !slices.Contains(w.cfg.Kinds, KindElection) || w.cfg.NoFollowers {
 		return
 	}
 	for i := range w.cfg.Names {

@@ -27,13 +27,18 @@ func (e *env) start() {
 
 // spawn starts one worker process and the goroutine that reads its history.
 func (e *env) spawn() {
-	cfg, err := json.Marshal(e.cfg)
-	require.NoError(e.t, err)
 	e.mu.Lock()
 	idx := e.next
 	e.next++
 	e.mu.Unlock()
-	w := redistest.StartIndexedWorker(e.t, "TestWorker", workerRole, idx, ConfigEnv+"="+string(cfg))
+	cfg, err := json.Marshal(e.configOf(idx))
+	require.NoError(e.t, err)
+	var w *redistest.Worker
+	if e.lab != nil {
+		w = redistest.StartWorkerIn(e.t, e.lab.hostOf(idx), "TestWorker", workerRole, idx, ConfigEnv+"="+string(cfg))
+	} else {
+		w = redistest.StartIndexedWorker(e.t, "TestWorker", workerRole, idx, ConfigEnv+"="+string(cfg))
+	}
 	e.mu.Lock()
 	e.workers = append(e.workers, w)
 	e.mu.Unlock()
@@ -59,6 +64,10 @@ func (e *env) read(w *redistest.Worker, idx int) {
 			e.t.Errorf("worker %d: %v: %q", idx, err, line)
 		case line == "IDLE":
 			e.idle <- idx
+		case line == "STARTED":
+			e.mu.Lock()
+			e.started[idx] = true
+			e.mu.Unlock()
 		case strings.HasPrefix(line, "LEAKED "):
 			n, _ := strconv.Atoi(strings.TrimPrefix(line, "LEAKED "))
 			e.mu.Lock()

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -50,57 +51,74 @@ func (w *worker) trusting() bool {
 
 // section is the critical section of the hold acquired by acq: 1-3 writes
 // to the resource, each after a pause of up to Work/3 and a check of the
-// lease (Err), as a careful client does. Learning of a loss ends it.
+// lease (Err), as a careful client does; with Hold, a write every 50 ms
+// until Hold has passed or the worker stops. Learning of a loss ends it.
 func (w *worker) section(g int, h holding, acq Op) Op {
 	cs := Op{G: g, Kind: acq.Kind, Name: acq.Name, Op: OpSection, Call: acq.Ret, Hold: acq.Hold, Token: acq.Token}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	writes := 1 + rand.IntN(3)
-	if w.cfg.Planted != "" {
+	writes, pause, end := 1+rand.IntN(3), w.cfg.Work/3, int64(math.MaxInt64)
+	switch {
+	case w.cfg.Hold > 0:
+		writes, pause, end = math.MaxInt, 50*time.Millisecond, min(Mono()+int64(w.cfg.Hold), w.until.Load())
+	case w.cfg.Planted != "":
 		writes = 3 // a double's sections are long, to be caught in few faults
 	}
-	for range writes {
-		lost := w.pause(h)
-		checked := Mono()
-		if lost || (!w.trusting() && h.Err() != nil) {
-			w.rec.Record(Op{G: g, Kind: acq.Kind, Name: acq.Name, Op: OpLost, Hold: acq.Hold, Call: Mono(), Ret: Mono()})
-			cs.Lost = true
+	for i := 0; i < writes && Mono() < end && (w.cfg.Hold == 0 || Mono() < w.until.Load()); i++ {
+		if !w.write(g, h, acq, &cs, w.pause(h, pause)) {
 			break
 		}
-		if !w.trusting() {
-			cs.Valid = checked
-		}
-		cs.LastWrite = Mono()
-		if acq.Kind == KindFenced || acq.Kind == KindElection {
-			refused, err := w.res.fenced(ctx, acq.Name, acq.Token)
-			if refused {
-				cs.Stale++
-			}
-			if err != nil || (refused && !w.trusting()) {
-				break
-			}
-		}
-		if exclusive(acq.Kind) && w.res.increment(ctx, acq.Name) {
-			cs.Writes++
-		}
-		cs.Ret = Mono() // the section ends with its last write: a freeze after it overlaps nothing
 	}
 	cs.Ret = max(cs.Ret, cs.Call)
 	return cs
 }
 
-// pause waits up to Work/3, the work between two writes (a timed pause by
+// write is one step of a section: unless the hold was lost (lost: its Done
+// closed meanwhile) or its lease says so, one write to the resource. It
+// returns whether the section goes on.
+func (w *worker) write(g int, h holding, acq Op, cs *Op, lost bool) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	checked := Mono()
+	if lost || (!w.trusting() && h.Err() != nil) {
+		w.rec.Record(Op{G: g, Kind: acq.Kind, Name: acq.Name, Op: OpLost, Hold: acq.Hold, Call: Mono(), Ret: Mono()})
+		cs.Lost = true
+		return false
+	}
+	if !w.trusting() {
+		cs.Valid = checked
+	}
+	cs.LastWrite = Mono()
+	if acq.Kind == KindFenced || acq.Kind == KindElection {
+		refused, err := w.res.fenced(ctx, acq.Name, acq.Token)
+		if refused {
+			cs.Stale++
+		}
+		if err != nil || (refused && !w.trusting()) {
+			return false
+		}
+	}
+	if exclusive(acq.Kind) && w.res.increment(ctx, acq.Name) {
+		cs.Writes++
+	}
+	cs.Ret = Mono() // the section ends with its last write: a freeze after it overlaps nothing
+	return true
+}
+
+// pause waits up to most (the work between two writes; a timed pause by
 // design); it returns true when the hold's Done closed meanwhile, unless the
 // worker is a double that does not listen.
-func (w *worker) pause(h holding) bool {
+func (w *worker) pause(h holding, most time.Duration) bool {
 	done := h.Done()
 	if w.trusting() {
 		done = nil
 	}
+	wait := most
+	if w.cfg.Hold == 0 {
+		wait = time.Duration(rand.Int64N(int64(most) + 1))
+	}
 	select {
 	case <-done:
 		return true
-	case <-time.After(time.Duration(rand.Int64N(int64(w.cfg.Work/3) + 1))):
+	case <-time.After(wait):
 		return false
 	}
 }

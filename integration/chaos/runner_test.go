@@ -43,6 +43,16 @@ type scenario struct {
 	// ReleaseTimeout, when set, is the workers' release timeout, with
 	// go-redis applying deadlines to its sockets (Config.ReleaseTimeout).
 	ReleaseTimeout time.Duration
+
+	// The partition tier (partition_test.go): the servers, the Sentinels,
+	// the resource and every worker in a network namespace of its own
+	// (redistest.Net); Fault is a key of partitions, applied once for Cut;
+	// worker 0 holds (Hold), the others wait.
+	Net         bool
+	Cut         time.Duration // how long the partition lasts
+	MinReplicas bool          // the servers refuse writes without a replica (min-replicas-to-write 1, max-lag 2)
+	Hold        time.Duration // worker 0's critical sections: as long as it can, up to Hold
+	Strict      bool          // two handles valid at one moment is a violation, whatever the fault
 }
 
 // withDefaults fills the zero fields.
@@ -101,8 +111,12 @@ func run(t *testing.T, s scenario) result {
 	s = s.withDefaults()
 	begin := time.Now()
 	e := newEnv(t, s)
-	e.start()
-	e.injectUntilStop()
+	if s.Net {
+		e.partition()
+	} else {
+		e.start()
+		e.injectUntilStop()
+	}
 	subs := e.finish()
 	res := e.check(subs)
 	res.WallSeconds = int(time.Since(begin).Seconds())
@@ -142,13 +156,31 @@ type env struct {
 	open    map[int]int // holds open per worker index, by its history so far
 	next    int         // next worker index
 	stop    int64
+	started map[int]bool // workers whose goroutines run (STARTED)
+	lab     *netEnv      // the network lab of a partition scenario
+	window  *Window      // the partition's times, once over
+}
+
+// configOf returns the Config of worker idx: worker 0 of a partition
+// scenario holds long (Hold), the others as the scenario says.
+func (e *env) configOf(idx int) Config {
+	cfg := e.cfg
+	if idx == 0 {
+		cfg.Hold = e.s.Hold
+	}
+	return cfg
 }
 
 // newEnv starts the servers of s.
 func newEnv(t *testing.T, s scenario) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
-	e := &env{t: t, s: s, ctx: ctx, idle: make(chan int, 1000), dead: map[*redistest.Worker]bool{}, open: map[int]int{}}
+	e := &env{t: t, s: s, ctx: ctx, idle: make(chan int, 1000), dead: map[*redistest.Worker]bool{}, open: map[int]int{},
+		started: map[int]bool{}}
+	if s.Net {
+		e.startLab()
+		return e
+	}
 	resSrv := redistest.Start(t)
 	e.res = Resource{resSrv.Client(t)}
 	e.cfg = Config{Deploy: s.Deploy, ResourceAddr: resSrv.Addr, Prefix: "chaos:" + s.Name + ":", Kinds: s.Kinds,

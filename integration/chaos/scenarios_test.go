@@ -108,14 +108,68 @@ var fullScenarios = []scenario{
 		Dur: 20 * time.Second, Every: 3 * time.Second, WaitBound: 20 * time.Second},
 }
 
-// TestChaos runs the short tier by default and the full tier with
-// HOLDFAST_CHAOS=full. A scenario fails on a violation, a stuck call, a
+// partitionKinds are the kinds of the partition tier: every kind with a
+// lease (a lock, a fenced lock, a read/write lock's writer, permits, an
+// election), one object each.
+var partitionKinds = []string{KindMutex, KindFenced, KindWrite, KindExpirable, KindElection}
+
+// cut returns the partition scenario name: fault on deploy, cut for cut,
+// with acks (WithReplicaAcks(1, 1s)) and min-replicas (the servers'
+// min-replicas-to-write 1, max-lag 2) as asked. Two handles valid at one
+// moment are a violation with acknowledgements, and whenever no failover
+// can happen (the holder alone) or the fault is graceful (a slot migrated).
+func cut(deploy, fault string, d time.Duration, acks, minReplicas bool) scenario {
+	name := deploy + "-" + fault
+	if acks {
+		name += "-acks"
+	}
+	if minReplicas {
+		name += "-min-replicas"
+	}
+	s := scenario{Name: name, Fault: fault, Deploy: deploy, Net: true, Cut: d, MinReplicas: minReplicas,
+		Kinds: partitionKinds, Names: 1, Goroutines: 2 * len(partitionKinds), Procs: 3, Permits: 1,
+		Lease: 3 * time.Second, Hold: d + 15*time.Second, Work: 100 * time.Millisecond, WaitBound: 10 * time.Second,
+		ReadTimeout: 2 * time.Second, ReleaseTimeout: time.Second, Dur: d + 90*time.Second,
+		Strict: acks || fault == "holder-alone" || fault == "slot-migration"}
+	if acks {
+		s.Acks = 1
+	}
+	return s
+}
+
+// partitionScenarios are the partition tier (HOLDFAST_CHAOS=partition, make
+// partition): docs/safety.md, "Partitions", has their table.
+var partitionScenarios = func() []scenario {
+	var list []scenario
+	for _, deploy := range []string{"sentinel", "cluster"} {
+		d := 20 * time.Second
+		if deploy == "cluster" {
+			d = 10 * time.Second
+		}
+		for _, o := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+			list = append(list, cut(deploy, "primary-with-holder", d, o[0], o[1]))
+		}
+	}
+	for _, acks := range []bool{false, true} {
+		for _, f := range []string{"holder-alone", "flaky", "asymmetric"} {
+			list = append(list, cut("sentinel", f, 10*time.Second, acks, false))
+		}
+		list = append(list, cut("cluster", "slot-migration", 0, acks, false))
+	}
+	return list
+}()
+
+// TestChaos runs the short tier by default, the full tier with
+// HOLDFAST_CHAOS=full and the partition tier with HOLDFAST_CHAOS=partition. A scenario fails on a violation, a stuck call, a
 // history that is not linearizable, an orphan key or subscription, or a
 // leaked goroutine; effects inherent to leases are reported, not failed.
 func TestChaos(t *testing.T) {
 	list := shortScenarios
-	if full() {
+	switch {
+	case full():
 		list = fullScenarios
+	case partitionTier():
+		list = partitionScenarios
 	}
 	for _, s := range list {
 		t.Run(s.Name, func(t *testing.T) {

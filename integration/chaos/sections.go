@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -65,9 +66,13 @@ func overlaps(r *Report, active []*holdRec, faults []Op, spec Spec) (raced bool)
 				continue
 			}
 		}
-		inherent := (a.section.Lost && explained(a, faults)) || (h.section.Lost && explained(h, faults))
-		if bothValid(a, h) && !endedByFault(a, faults) && !endedByFault(h, faults) {
-			inherent = false // two handles said valid at one moment: no lease explains that
+		inherent := (a.section.Lost && explained(a, faults)) || (h.section.Lost && explained(h, faults)) ||
+			(!spec.Strict && within(a, h, spec.Partition))
+		if bothValid(a, h) {
+			r.ValidOverlap = max(r.ValidOverlap, Millis(math.Round(float64(a.section.Valid-h.acq.Ret)/1e4)/100))
+			if spec.Strict || (!endedByFault(a, faults) && !endedByFault(h, faults)) {
+				inherent = false // two handles said valid at one moment: no lease explains that
+			}
 		}
 		what := "violation"
 		if inherent {
@@ -92,6 +97,12 @@ func overlaps(r *Report, active []*holdRec, faults []Op, spec Spec) (raced bool)
 // failover) or a handle lied.
 func bothValid(a, h *holdRec) bool {
 	return a.section.Valid != 0 && h.section.Valid != 0 && h.acq.Ret <= a.section.Valid
+}
+
+// within reports whether the overlap of a and h began in the partition w
+// (between its cut and the moment it settled).
+func within(a, h *holdRec, w *Window) bool {
+	return w != nil && h.section.Call >= w.Cut && h.section.Call <= w.Settled && a.section.Ret >= w.Cut
 }
 
 // endedByFault reports whether a fault that can end holds in Redis (Op.OK)

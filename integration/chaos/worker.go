@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/holdfast-go/holdfast/rlock"
@@ -55,15 +56,29 @@ type Config struct {
 	ReleaseTimeout time.Duration
 	CloseKey       string // a list on the resource server: BLPOP it before closing
 	NoTracking     bool   // WithTracking(false): losses learnt at renewals only
+	// Pinned: goroutine g always uses kind Kinds[g % len(Kinds)], object
+	// (g / len(Kinds)) % Names, instead of random ones.
+	Pinned bool
+	// Hold > 0 makes every critical section hold as long as it can: a write
+	// every 50 ms, each after a check of the lease, until the hold is lost,
+	// Hold has passed or Until (the partition tier's holders).
+	Hold time.Duration
+	// NoFollowers: no follower records the elections' views (a follower cut
+	// off with a stale primary reads that primary's leader, by design).
+	NoFollowers bool
+	// StopKey, when set, is a list on the resource server: a word pushed to
+	// it brings Until forward to that moment (the parent has seen enough).
+	StopKey string
 }
 
 // worker is one process's state.
 type worker struct {
-	cfg Config
-	rec *Recorder
-	c   *rlock.Client
-	rdb redis.UniversalClient
-	res Resource
+	cfg   Config
+	until atomic.Int64 // cfg.Until, or sooner (StopKey)
+	rec   *Recorder
+	c     *rlock.Client
+	rdb   redis.UniversalClient
+	res   Resource
 }
 
 // ConfigFromEnv reads the worker's Config from ConfigEnv.
@@ -88,7 +103,7 @@ func dial(cfg Config) redis.UniversalClient {
 
 // RunWorker runs one worker process: cfg.Goroutines goroutines loop over
 // random operations on random objects until cfg.Until, recording each on out
-// (see Recorder); then it prints "IDLE", waits for the parent's word on
+// (see Recorder), and prints "STARTED" once they run; then it prints "IDLE", waits for the parent's word on
 // cfg.CloseKey, closes its clients and prints "LEAKED <n>": goroutines still
 // running 5 s after Close beyond those running before the clients existed.
 func RunWorker(cfg Config, proc int, out io.Writer) error {
@@ -107,11 +122,16 @@ func RunWorker(cfg Config, proc int, out io.Writer) error {
 	}
 	res := redis.NewClient(&redis.Options{Addr: cfg.ResourceAddr})
 	w := &worker{cfg: cfg, rec: NewRecorder(proc, out), c: c, rdb: rdb, res: Resource{res}}
+	w.until.Store(cfg.Until)
 	var wg sync.WaitGroup
+	if cfg.StopKey != "" {
+		wg.Go(w.stopEarly)
+	}
 	for g := range cfg.Goroutines {
 		wg.Go(func() { w.loop(g) })
 	}
 	w.followers(&wg)
+	fmt.Fprintln(out, "STARTED")
 	if !waitGroup(&wg, time.Until(monoTime(cfg.Until))+cfg.WaitBound+cfg.Work+20*time.Second) {
 		n := w.rec.FlushPending()
 		return fmt.Errorf("chaos: %d calls never returned", n)
@@ -125,6 +145,14 @@ func RunWorker(cfg Config, proc int, out io.Writer) error {
 	_ = res.Close()
 	fmt.Fprintln(out, "LEAKED", leaked(before, 5*time.Second))
 	return nil
+}
+
+// stopEarly brings Until forward when the parent pushes to StopKey before it.
+func (w *worker) stopEarly() {
+	d := max(time.Until(monoTime(w.cfg.Until)), time.Second)
+	if w.res.rdb.BLPop(context.Background(), d, w.cfg.StopKey).Err() == nil {
+		w.until.Store(min(Mono(), w.cfg.Until))
+	}
 }
 
 // monoTime converts a CLOCK_MONOTONIC time to a wall-clock time of this process.
@@ -142,11 +170,16 @@ func waitGroup(wg *sync.WaitGroup, d time.Duration) bool {
 	}
 }
 
-// loop is one goroutine: random operations until Until.
+// loop is one goroutine: random operations until Until (or, Pinned, one
+// object's).
 func (w *worker) loop(g int) {
-	for Mono() < w.cfg.Until {
-		kind := w.cfg.Kinds[rand.IntN(len(w.cfg.Kinds))]
-		name := objectName(w.cfg.Prefix, kind, rand.IntN(w.cfg.Names))
+	for Mono() < w.until.Load() {
+		k, i := rand.IntN(len(w.cfg.Kinds)), rand.IntN(w.cfg.Names)
+		if w.cfg.Pinned {
+			k, i = g%len(w.cfg.Kinds), g/len(w.cfg.Kinds)%w.cfg.Names
+		}
+		kind := w.cfg.Kinds[k]
+		name := objectName(w.cfg.Prefix, kind, i)
 		if kind == KindLatch {
 			w.latchOp(g, name)
 			continue
