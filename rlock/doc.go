@@ -48,9 +48,11 @@
 // The Client takes any go-redis client: a *redis.Client on one server or through
 // Sentinel (redis.NewFailoverClient), or a *redis.ClusterClient. On a Redis 7+
 // Cluster releases travel by sharded pub/sub, in the lock's shard only.
-// WithReplicaAcks makes acquisitions and releases wait for replicas (Redis'
-// WAIT) and refuses an acquisition they did not receive, which a failover could
-// lose. MultiLock takes several locks all or none; RedLock takes a lock on a
+// WithReplicaAcks makes acquisitions, renewals and releases wait for replicas
+// (Redis' WAIT): an acquisition they did not receive, which a failover could
+// lose, is refused, and a hold's deadline moves only on a renewal they
+// received, so that a holder cut off with its primary stops saying valid
+// before a promoted replica lets its hold expire. MultiLock takes several locks all or none; RedLock takes a lock on a
 // majority of independent primaries. docs/safety.md says what each mode
 // guarantees.
 //

@@ -121,7 +121,22 @@ func WithOnLost(f func(name string, err error)) ClientOption {
 // and fails with ErrNotReplicated: after a failover to a replica that missed it,
 // another owner could take the lock too. Default: no acknowledgement (one
 // primary's word, as bsm/redislock and redsync on one server). A timeout of zero
-// means 1 s. WithAcks overrides it for one call. It applies to the semaphores
+// means 1 s; it must be shorter than the go-redis client's ReadTimeout (New
+// says so). WithAcks overrides it for one call.
+//
+// The watchdog's renewals wait too, in the round's one round trip, and a
+// renewal moves a hold's deadline only when the replicas acknowledged it: a
+// hold whose renewals the primary confirmed but the replicas did not (the
+// primary cut off from them) ends at its deadline with ErrLockLost (ErrPermitLost),
+// caused by watchdog.ErrUnreplicated, before a replica that has its last
+// acknowledged renewal lets it expire once promoted. So while fewer replicas
+// answer, locks cannot be taken and holds end: availability is the price.
+// With acknowledgements, a release hands the lock (permits) to none of the
+// client's waiters in its round trip: they take it with acquisitions of their
+// own. docs/safety.md, "Partitions", says which replica Sentinel and Cluster
+// promote and what replicas must be for the promise to hold.
+//
+// It applies to the semaphores
 // too (Semaphore, ExpirableSemaphore): an acquisition is undone likewise, its
 // permits given back, and fails with ErrNotReplicated, even while waiting; a
 // release, and TrySetPermits, AddPermits, DrainPermits and SetPermits, report
@@ -202,9 +217,10 @@ type lockOptions struct {
 	elect     *lua.Elect    // set by Campaign, not an option: the acquisition records the leader
 }
 
-// WithAcks sets, for this acquisition and the release of its lease, the replica
-// acknowledgements WithReplicaAcks sets for the whole client; replicas 0 asks for
-// none.
+// WithAcks sets, for this acquisition, the release of its lease and the
+// renewals of the hold it starts (an owner's first acquisition of the lock),
+// the replica acknowledgements WithReplicaAcks sets for the whole client;
+// replicas 0 asks for none.
 func WithAcks(replicas int, timeout time.Duration) LockOption {
 	return func(o *lockOptions) { o.acks = &lua.Acks{Replicas: replicas, Timeout: timeout} }
 }
