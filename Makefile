@@ -23,7 +23,7 @@ BENCH_OUT ?= $(CURDIR)/bench/out
 GOFILES = $(shell find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*')
 
 .DEFAULT_GOAL := test
-.PHONY: test lint fmt-check vet vet-containers test-root test-integration test-otel setup servers test-servers release-check bench bench-semaphore bench-loss bench-scale cycle-compare bench-docs soak chaos fuzz
+.PHONY: test lint fmt-check vet vet-containers test-root test-integration test-otel setup servers test-servers release-check bench bench-semaphore bench-loss bench-scale cycle-compare bench-docs soak chaos partition fuzz
 
 ## test: the CI test command: setup (installs redis-server when missing), lint, then race
 ## tests of both modules. One command on a fresh clone; setup is quick and silent but for
@@ -144,6 +144,13 @@ soak:
 chaos:
 	cd integration && HOLDFAST_CHAOS=full $(GO) test -race -count=1 -run 'TestChaos$$' -v -timeout 60m $(TESTFLAGS) ./chaos/
 	$(MAKE) fuzz
+
+## partition: the partition tier of the fault matrix (integration/chaos, HOLDFAST_CHAOS=partition):
+## servers, Sentinels, Cluster nodes and worker processes each in a network namespace of its own
+## (needs root, ip and nft: `make setup` installs them), cut apart with nft rules; one CHAOS {json}
+## line per scenario. How long it takes: docs/safety.md, "Partitions".
+partition: setup
+	cd integration && HOLDFAST_CHAOS=partition $(GO) test -race -count=1 -run 'TestChaos$$' -v -timeout 60m $(TESTFLAGS) ./chaos/
 
 ## fuzz: run each Go fuzz target for FUZZTIME (default 30s; e.g. `make fuzz FUZZTIME=5m`), one
 ## after the other: lua's (names, slots, script replies), rlock's (option and argument
