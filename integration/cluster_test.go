@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -28,6 +29,98 @@ func TestCluster(t *testing.T) {
 	t.Run("ShardFeedReconnects", func(t *testing.T) { clusterFeedReconnects(t, cl) })
 	t.Run("MultiLockThreeShards", func(t *testing.T) { clusterMultiLock(t, cl) })
 	t.Run("EveryEndOfAHoldWakesTheWaiter", func(t *testing.T) { clusterHoldEnds(t, cl) })
+	t.Run("SlotMovedWhileHeldAndWaited", func(t *testing.T) { clusterSlotMoved(t, cl) })
+}
+
+// clusterSlotMoved: a lock's slot moves to another primary (a resharding:
+// MIGRATING, IMPORTING, MIGRATE, SETSLOT NODE) while one client holds it with
+// the watchdog and another waits; the waiter's client also waits for a second
+// lock, held too, whose slot stays on the same primary (one subscriber
+// connection per shard carries both channels). The holder keeps its holds,
+// renewed on the new owner, though nothing else of its client touches the
+// slot; the waiter's subscription of the moved lock follows it to the new
+// owner and the other stays, so that each unlock wakes its waiter at once
+// (their waits are otherwise bounded by the lease, 30 s, and the recheck
+// interval, a minute here). Then the slot moves on, and the same again.
+func clusterSlotMoved(t *testing.T, cl *redistest.Cluster) {
+	ctx := testCtx(t, 90*time.Second)
+	holder := newClient(t, cl.Client(t), rlock.WithWatchdogTimeout(time.Second))
+	waiter := newClient(t, cl.Client(t), rlock.WithRecheckInterval(time.Minute))
+	owner := func(key string) *redistest.Server { // a client of its own: the view of the cluster of now
+		admin := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
+		defer admin.Close()
+		m, err := admin.MasterForKey(ctx, key)
+		require.NoError(t, err)
+		for _, p := range cl.Primaries {
+			if p.Addr == m.Options().Addr {
+				return p
+			}
+		}
+		t.Fatalf("no primary owns %s", key)
+		return nil
+	}
+	name := redistest.Name(t)
+	for round := range 2 {
+		from := owner(name)
+		sibling := name + ":sibling"
+		for i := 0; owner(sibling) != from || lua.Slot(sibling) == lua.Slot(name); i++ {
+			sibling = fmt.Sprintf("%s:sibling%d", name, i)
+		}
+		var leases []*rlock.Lease
+		got := make(chan error, 2)
+		for _, n := range []string{name, sibling} {
+			l, err := holder.NewMutex(n).Lock(ctx)
+			require.NoError(t, err)
+			leases = append(leases, l)
+			go func() {
+				wl, err := waiter.NewMutex(n).Lock(ctx)
+				if err == nil {
+					err = wl.Unlock(ctx)
+				}
+				got <- err
+			}()
+			requireClusterWaiting(t, cl, n)
+		}
+		to := cl.Primaries[(slices.Index(cl.Primaries, from)+1)%len(cl.Primaries)]
+		require.NoError(t, cl.MoveSlot(ctx, lua.Slot(name), from, to))
+		require.Equal(t, to, owner(name), "the slot's new owner")
+		deadline := time.Now().Add(3 * time.Second) // three leases: renewals reached the new owner
+		for time.Now().Before(deadline) {
+			require.NoError(t, leases[0].Err(), "round %d: the hold was lost when its slot moved", round)
+			<-time.After(100 * time.Millisecond) // the hold must live through the whole window, by design
+		}
+		for i, l := range leases {
+			released := time.Now()
+			require.NoError(t, l.Unlock(ctx))
+			select {
+			case err := <-got:
+				require.NoError(t, err)
+				t.Logf("round %d, lock %d: slot %d moved %s → %s; a waiter took the lock %v after the unlock", round, i,
+					lua.Slot(name), from.Addr, to.Addr, time.Since(released).Round(time.Millisecond))
+				require.Less(t, time.Since(released), 2*time.Second, "the waiter was not woken by the release")
+			case <-time.After(10 * time.Second):
+				t.Fatalf("round %d, lock %d: the waiter was not woken within 10 s of the unlock", round, i)
+			}
+		}
+	}
+}
+
+// requireClusterWaiting waits until some node has a subscriber of a channel
+// naming name (sharded or classic), or fails after 10 s.
+func requireClusterWaiting(t *testing.T, cl *redistest.Cluster, name string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for _, n := range cl.Primaries {
+			c := n.Client(t)
+			chans := append(c.PubSubShardChannels(context.Background(), "*"+name+"*").Val(),
+				c.PubSubChannels(context.Background(), "*"+name+"*").Val()...)
+			_ = c.Close()
+			if len(chans) > 0 {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond, "no waiter subscribed for %s", name)
 }
 
 // clusterHoldEnds: with sharded pub/sub (classic on Redis 6.2), a waiter is

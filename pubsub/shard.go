@@ -25,9 +25,11 @@ const movedWait = 5 * time.Second
 // channels the hub wants, with one SSUBSCRIBE per channel (Redis refuses one
 // SSUBSCRIBE naming channels of different slots, which is how go-redis would
 // re-subscribe them after a reconnect). On any trouble (a broken connection, an
-// error reply, a channel the server unsubscribed because its slot moved) it
-// drops the connection and subscribes everything again on a new one, to the
-// slot's owner of now; every re-subscription wakes the channel's waiters.
+// error reply) it drops the connection and subscribes everything again on a new
+// one; every re-subscription wakes the channel's waiters. When a slot moved (a
+// failover, or a resharding: the node answered MOVED, or unsubscribed a channel
+// by itself), each channel whose slot another primary owns now goes to that
+// primary's feed (rehome), and the feed carries on with the rest.
 type shardFeed struct {
 	h    *Hub
 	key  string              // the shard's primary when the feed was made
@@ -60,7 +62,7 @@ func (f *shardFeed) run(ctx context.Context) {
 	defer func() { c.close() }()
 	backoff := time.Duration(0)
 	avoid := "" // a node that lost the feed's slots: connect elsewhere
-	for {
+	for ctx.Err() == nil {
 		want := f.wanted()
 		if len(want) == 0 {
 			c.close()
@@ -91,13 +93,59 @@ func (f *shardFeed) run(ctx context.Context) {
 			case keep:
 				backoff = 0
 			case moved:
-				avoid = c.addr
+				if !f.rehome(ctx, c.addr) {
+					avoid = c.addr // the client's view has not caught up yet
+				}
 				c = f.drop(ctx, c, &backoff)
 			default:
 				c = f.drop(ctx, c, &backoff)
 			}
 		}
 	}
+}
+
+// rehome gives the channels of the feed whose slot a primary other than the
+// one at addr owns now to that primary's feed, once the client's view of the
+// cluster (reloaded in the background) says so, waiting for it at most
+// movedWait; it reports whether any moved. The hub re-subscribes them there,
+// which wakes their waiters.
+func (f *shardFeed) rehome(ctx context.Context, addr string) bool {
+	var owners map[string]string
+	deadline := time.Now().Add(movedWait)
+	for len(owners) == 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		f.rdb.ReloadState(ctx)
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+		owners = f.movedAway(ctx, addr)
+	}
+	if len(owners) == 0 {
+		return false
+	}
+	f.h.mu.Lock()
+	defer f.h.mu.Unlock()
+	for ch, owner := range owners {
+		e := f.h.entries[ch]
+		if _, ok := f.want[ch]; !ok || e == nil || e.shard != f {
+			continue // left meanwhile
+		}
+		delete(f.want, ch)
+		f.h.carry(e, owner)
+	}
+	return true
+}
+
+// movedAway returns the feed's channels whose slot, by the client's view of
+// the cluster, a primary other than the one at addr owns, with that primary.
+func (f *shardFeed) movedAway(ctx context.Context, addr string) map[string]string {
+	owners := map[string]string{}
+	for ch := range f.wanted() {
+		if m, err := f.rdb.MasterForKey(ctx, ch); err == nil && m.Options().Addr != addr {
+			owners[ch] = m.Options().Addr
+		}
+	}
+	return owners
 }
 
 func anyOf(set map[string]struct{}) string {

@@ -409,8 +409,10 @@ func (w *Watchdog) run() {
 		}
 		w.expire(time.Now())
 		if t := time.Now(); now || !t.Before(nextRound) {
-			w.round()
 			nextRound = t.Add(w.opts.Interval)
+			if w.round() {
+				nextRound = t.Add(min(w.opts.Interval, movedRetry))
+			}
 		}
 		w.mu.Lock()
 		w.wakeAt = nextRound
@@ -437,13 +439,20 @@ func (w *Watchdog) expire(now time.Time) {
 	}
 }
 
-// round renews every renewed hold: batches of at most BatchSize keys of one slot,
-// all sent in one pipeline.
-func (w *Watchdog) round() {
+// movedRetry is how soon a round runs again after a Cluster node answered
+// that a hold's slot has moved (a resharding, a failover): once the client's
+// view of the cluster is reloaded, the renewals reach the slot's new owner.
+const movedRetry = 250 * time.Millisecond
+
+// round renews every renewed hold: batches of at most BatchSize keys of one
+// slot, all sent in one pipeline. It reports whether a node answered that a
+// slot moved: the client's view of the cluster is then reloaded, and the
+// caller runs the next round soon (movedRetry).
+func (w *Watchdog) round() (moved bool) {
 	w.mu.Lock()
 	if len(w.renewed) == 0 {
 		w.mu.Unlock()
-		return
+		return false
 	}
 	renewed := make([]*Hold, 0, len(w.renewed))
 	for h := range w.renewed {
@@ -460,8 +469,9 @@ func (w *Watchdog) round() {
 	var count tally
 	w.mu.Lock()
 	for i, b := range batches {
-		if results[i].err != nil {
+		if err := results[i].err; err != nil {
 			count.failed += len(b)
+			moved = moved || redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK")
 			continue
 		}
 		for j, h := range b {
@@ -482,6 +492,10 @@ func (w *Watchdog) round() {
 	for _, h := range lost {
 		h.OnLost(ErrGone)
 	}
+	if cc, ok := w.rdb.(*redis.ClusterClient); ok && moved {
+		cc.ReloadState(w.ctx)
+	}
+	return moved
 }
 
 // renewed1 applies one hold's renewal, sent at sent, that Redis confirmed:

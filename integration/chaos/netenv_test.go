@@ -255,35 +255,12 @@ func (e *env) allBut(idx int) []*redistest.Host {
 
 // migrate moves slot from its owner to another primary, keys and all.
 func (e *env) migrate(slot int) {
-	ctx := e.ctx
 	from := e.lab.moveFrom
-	var to *redistest.Server
-	for _, p := range e.cl.Primaries {
-		if p != from {
-			to = p
-			break
-		}
+	to := e.cl.Primaries[0]
+	if to == from {
+		to = e.cl.Primaries[1]
 	}
-	src, dst := from.Client(e.t), to.Client(e.t)
-	srcID, dstID := src.ClusterMyID(ctx).Val(), dst.ClusterMyID(ctx).Val()
-	require.NoError(e.t, dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err())
-	require.NoError(e.t, src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err())
-	host, port, _ := strings.Cut(to.Addr, ":")
-	for {
-		keys, err := src.ClusterGetKeysInSlot(ctx, slot, 100).Result()
-		require.NoError(e.t, err)
-		if len(keys) == 0 {
-			break
-		}
-		args := []any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}
-		for _, k := range keys {
-			args = append(args, k)
-		}
-		require.NoError(e.t, src.Do(ctx, args...).Err())
-	}
-	for _, p := range e.cl.Primaries {
-		require.NoError(e.t, p.Client(e.t).Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err(), "SETSLOT NODE on %s", p.Addr)
-	}
+	require.NoError(e.t, e.cl.MoveSlot(e.ctx, slot, from, to))
 	e.t.Logf("slot %d moved from %s to %s", slot, from.Addr, to.Addr)
 }
 

@@ -193,3 +193,54 @@ func splitAddr(addr string) (string, string) {
 	i := strings.LastIndexByte(addr, ':')
 	return addr[:i], addr[i+1:]
 }
+
+// MoveSlot moves slot from the primary from to the primary to, keys and all,
+// as redis-cli --cluster reshard does: to IMPORTING, from MIGRATING, MIGRATE
+// of the slot's keys in batches, then SETSLOT NODE on every primary. Keys keep
+// their time to live; clients learn the new owner from MOVED and ASK replies.
+func (c *Cluster) MoveSlot(ctx context.Context, slot int, from, to *Server) error {
+	src := redis.NewClient(&redis.Options{Addr: from.Addr, Dialer: c.dial})
+	defer src.Close()
+	dst := redis.NewClient(&redis.Options{Addr: to.Addr, Dialer: c.dial})
+	defer dst.Close()
+	srcID, err := src.ClusterMyID(ctx).Result()
+	if err != nil {
+		return err
+	}
+	dstID, err := dst.ClusterMyID(ctx).Result()
+	if err != nil {
+		return err
+	}
+	if err := dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err(); err != nil {
+		return err
+	}
+	if err := src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err(); err != nil {
+		return err
+	}
+	host, port := splitAddr(to.Addr)
+	for {
+		keys, err := src.ClusterGetKeysInSlot(ctx, slot, 100).Result()
+		if err != nil || len(keys) == 0 {
+			if err != nil {
+				return err
+			}
+			break
+		}
+		args := []any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		if err := src.Do(ctx, args...).Err(); err != nil {
+			return err
+		}
+	}
+	for _, p := range c.Primaries {
+		pc := redis.NewClient(&redis.Options{Addr: p.Addr, Dialer: c.dial})
+		err := pc.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err()
+		_ = pc.Close()
+		if err != nil {
+			return fmt.Errorf("SETSLOT NODE on %s: %w", p.Addr, err)
+		}
+	}
+	return nil
+}
