@@ -75,6 +75,8 @@ func TestInstruments(t *testing.T) {
 	lost := h
 	lost.Loss = observe.LossInvalidated
 	o.HoldEnd(lost, observe.HoldLost, errors.New("gone"))
+	unreplicated := observe.Hold{Kind: observe.KindExpirableSemaphore, Name: "e", Start: start, Loss: observe.LossUnreplicated}
+	o.HoldEnd(unreplicated, observe.HoldLost, errors.New("not acknowledged"))
 	w := observe.Wait{Kind: observe.KindMutex, Op: observe.OpLock, Name: "a"}
 	o.WaitStart(w)
 	o.Woken(w, observe.CauseMessage)
@@ -85,6 +87,7 @@ func TestInstruments(t *testing.T) {
 	o.Renewed(observe.RenewOK, 3)
 	o.Renewed(observe.RenewFailed, 2)
 	o.Renewed(observe.RenewLost, 0) // adds nothing
+	o.Renewed(observe.RenewUnreplicated, 4)
 	o.Subscriptions(+1)
 	o.Subscriptions(+1)
 	o.Subscriptions(-1)
@@ -156,7 +159,7 @@ func TestInstruments(t *testing.T) {
 
 	assert.EqualValues(t, 1, count(rm, nameHoldDuration, attrs{observe.AttrKind: "mutex", observe.AttrOutcome: "lost"}))
 	assert.EqualValues(t, 0, sum(rm, nameHoldActive, attrs{observe.AttrKind: "mutex"}))
-	assert.EqualValues(t, 1, sum(rm, nameHoldActive, attrs{observe.AttrKind: "expirable_semaphore"}))
+	assert.EqualValues(t, 0, sum(rm, nameHoldActive, attrs{observe.AttrKind: "expirable_semaphore"}), "lost: unreplicated")
 	assert.EqualValues(t, 0, sum(rm, nameWaitActive, attrs{observe.AttrKind: "mutex"}))
 	assert.EqualValues(t, 1, sum(rm, nameWaitActive, attrs{observe.AttrKind: "semaphore"}))
 	assert.EqualValues(t, 2, sum(rm, nameWaitWakeups, attrs{observe.AttrKind: "mutex", observe.AttrCause: "message"}))
@@ -167,6 +170,8 @@ func TestInstruments(t *testing.T) {
 	assert.EqualValues(t, 1, sum(rm, nameSubscriptions, nil))
 	assert.EqualValues(t, 1, sum(rm, nameReconnects, nil))
 	assert.EqualValues(t, 1, sum(rm, nameLosses, attrs{observe.AttrKind: "mutex", observe.AttrLoss: "invalidated"}))
+	assert.EqualValues(t, 1, sum(rm, nameLosses, attrs{observe.AttrKind: "expirable_semaphore", observe.AttrLoss: "unreplicated"}))
+	assert.EqualValues(t, 4, sum(rm, nameRenewals, attrs{observe.AttrOutcome: "unreplicated"}))
 	assert.EqualValues(t, 2, sum(rm, nameTracking, attrs{observe.AttrTracking: "on"}))
 	assert.EqualValues(t, 1, sum(rm, nameTracking, attrs{observe.AttrTracking: "refused"}))
 	assert.EqualValues(t, 1, sum(rm, nameLeaderChanges, attrs{observe.AttrElected: "true", observe.AttrNewTerm: "true"}))
