@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/holdfast-go/holdfast/observe"
 	"github.com/holdfast-go/holdfast/rlock"
 	"github.com/holdfast-go/holdfast/watchdog"
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
@@ -36,38 +34,6 @@ func (l *renewLog) count(o observe.RenewOutcome) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.renewed[o]
-}
-
-// replicated is a primary whose one replica replicates through a proxy (link),
-// which can black-hole the replication stream, and the primary's client.
-type replicated struct {
-	primary *redistest.Server
-	link    *redistest.Proxy
-	rdb     *redis.Client
-}
-
-// startReplicated starts a primary and a replica in sync with it.
-func startReplicated(t *testing.T) replicated {
-	ctx := testCtx(t, 20*time.Second)
-	primary := redistest.Start(t, "--repl-diskless-sync-delay", "0")
-	link := redistest.NewProxy(t, primary.Addr)
-	host, port, _ := strings.Cut(link.Addr, ":")
-	replica := redistest.Start(t, "--replicaof", host, port)
-	rc := replica.Client(t)
-	require.Eventually(t, func() bool {
-		info, err := rc.Info(ctx, "replication").Result()
-		return err == nil && strings.Contains(info, "master_link_status:up")
-	}, 10*time.Second, 10*time.Millisecond, "replica in sync")
-	rdb := primary.Client(t)
-	require.Eventually(t, func() bool { // the primary counts a replica from its first acknowledgement on
-		pipe := rdb.Pipeline()
-		pipe.Set(ctx, redistest.Name(t), "1", time.Minute)
-		wait := pipe.Do(ctx, "wait", 1, 100)
-		_, _ = pipe.Exec(ctx)
-		n, err := wait.Int()
-		return err == nil && n == 1
-	}, 10*time.Second, 10*time.Millisecond, "the replica acknowledges writes")
-	return replicated{primary: primary, link: link, rdb: rdb}
 }
 
 // leased is one hold of a kind with a lease: its handle, and the error its

@@ -43,19 +43,47 @@ func TestReplicaAcksPreventDoubleGrant(t *testing.T) {
 	}
 }
 
-// replicaRound runs the recipe once and reports whether two owners held the
-// lock at once, and whether the first acquisition was refused.
-func replicaRound(t *testing.T, acks bool) (double, refused bool) {
-	ctx := testCtx(t, 60*time.Second)
+// replicated is a primary whose one replica replicates through a proxy (link),
+// which can black-hole the replication stream, and a client of the primary.
+type replicated struct {
+	primary, replica *redistest.Server
+	link             *redistest.Proxy
+	rdb              *redis.Client
+}
+
+// startReplicated starts a primary and a replica, and waits until the
+// replica is in sync and acknowledges the primary's writes: the primary
+// streams to the replica, and counts its acknowledgements, once it has the
+// replica's first REPLCONF ACK after the full sync (one a second).
+func startReplicated(t *testing.T) replicated {
+	t.Helper()
+	ctx := testCtx(t, 20*time.Second)
 	primary := redistest.Start(t, "--repl-diskless-sync-delay", "0")
 	link := redistest.NewProxy(t, primary.Addr)
 	host, port, _ := strings.Cut(link.Addr, ":")
 	replica := redistest.Start(t, "--replicaof", host, port)
-	rc := replica.Client(t)
+	rc, rdb := replica.Client(t), primary.Client(t)
 	require.Eventually(t, func() bool {
 		info, err := rc.Info(ctx, "replication").Result()
 		return err == nil && strings.Contains(info, "master_link_status:up")
 	}, 10*time.Second, 10*time.Millisecond, "replica in sync")
+	require.Eventually(t, func() bool {
+		wait := redis.NewIntCmd(ctx, "wait", 1, 100)
+		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.Incr(ctx, "holdfast-test-probe")
+			return p.Process(ctx, wait)
+		})
+		return err == nil && wait.Val() == 1
+	}, 10*time.Second, time.Millisecond, "the replica acknowledges the primary's writes")
+	return replicated{primary: primary, replica: replica, link: link, rdb: rdb}
+}
+
+// replicaRound runs the recipe once and reports whether two owners held the
+// lock at once, and whether the first acquisition was refused.
+func replicaRound(t *testing.T, acks bool) (double, refused bool) {
+	ctx := testCtx(t, 60*time.Second)
+	r := startReplicated(t)
+	primary, link, rc := r.primary, r.link, r.replica.Client(t)
 
 	var opts []rlock.ClientOption
 	if acks {

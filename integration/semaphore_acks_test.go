@@ -27,41 +27,6 @@ import (
 // ackTimeout is the WAIT timeout of the tests' clients.
 const ackTimeout = 200 * time.Millisecond
 
-// ackedPair is a primary and a replica that replicates through link: the
-// stream stops reaching the replica while link.SetDropAll(true).
-type ackedPair struct {
-	primary, replica *redistest.Server
-	link             *redistest.Proxy
-	admin            *redis.Client // the primary's, for the tests' own reads
-}
-
-// startAckedPair starts the primary and its replica, and waits until the
-// replica is in sync.
-func startAckedPair(t *testing.T, ctx context.Context) ackedPair {
-	t.Helper()
-	primary := redistest.Start(t, "--repl-diskless-sync-delay", "0")
-	link := redistest.NewProxy(t, primary.Addr)
-	host, port, _ := strings.Cut(link.Addr, ":")
-	replica := redistest.Start(t, "--replicaof", host, port)
-	rc, admin := replica.Client(t), primary.Client(t)
-	require.Eventually(t, func() bool {
-		info, err := rc.Info(ctx, "replication").Result()
-		return err == nil && strings.Contains(info, "master_link_status:up")
-	}, 10*time.Second, 10*time.Millisecond, "replica in sync")
-	// The primary streams to the replica, and counts its acknowledgements,
-	// once it has the replica's first REPLCONF ACK after the full sync (the
-	// replica sends one a second): until a write of admin's is acknowledged.
-	require.Eventually(t, func() bool {
-		wait := redis.NewIntCmd(ctx, "wait", 1, 100)
-		_, err := admin.Pipelined(ctx, func(p redis.Pipeliner) error {
-			p.Incr(ctx, "holdfast-test-probe")
-			return p.Process(ctx, wait)
-		})
-		return err == nil && wait.Val() == 1
-	}, 10*time.Second, time.Millisecond, "the replica acknowledges the primary's writes")
-	return ackedPair{primary: primary, replica: replica, link: link, admin: admin}
-}
-
 // tripLog records a client's round trips: the commands of each, in order
 // (a pipeline is one round trip), and whether its script was a release
 // (isRelease).
@@ -135,7 +100,7 @@ func (h *tripLog) acquisitions(mark int) int {
 // log records, with opts; its waiters look again once a minute only, so that
 // only messages move them, and it keeps no client tracking (whose reads
 // would mix with the counts).
-func (p ackedPair) ackedClient(t *testing.T, opts ...rlock.ClientOption) (*rlock.Client, *tripLog) {
+func (p replicated) ackedClient(t *testing.T, opts ...rlock.ClientOption) (*rlock.Client, *tripLog) {
 	t.Helper()
 	rdb := p.primary.Client(t, func(o *redis.Options) { o.MaxRetries = -1 })
 	log := &tripLog{}
@@ -184,7 +149,7 @@ func serverCommands(t *testing.T, addr string, admin *redis.Client, op func()) (
 // acknowledgements.
 func TestSemaphoreReplicaAcksHealthy(t *testing.T) {
 	ctx := testCtx(t, 60*time.Second)
-	p := startAckedPair(t, ctx)
+	p := startReplicated(t)
 	acked, alog := p.ackedClient(t, rlock.WithReplicaAcks(1, ackTimeout))
 	plain, plog := p.ackedClient(t)
 	for _, k := range syncKinds {
@@ -206,17 +171,17 @@ func TestSemaphoreReplicaAcksHealthy(t *testing.T) {
 					require.NoError(t, release(ctx))
 				}
 				require.Len(t, c.log.since(mark), 20, "%s: one round trip per acquisition and per release", c.what)
-				require.EqualValues(t, 2, permitsLeft(t, p.admin, name))
+				require.EqualValues(t, 2, permitsLeft(t, p.rdb, name))
 
 				var release func(context.Context) error
 				mark = c.log.mark()
-				top, inner := serverCommands(t, p.primary.Addr, p.admin, func() {
+				top, inner := serverCommands(t, p.primary.Addr, p.rdb, func() {
 					release = answer(k.acquire(ctx, c.c, name, 1)).value(t)
 				})
 				t.Logf("%s, acquisition: round trips %v; server commands %v, in the script %v", c.what, c.log.since(mark), top, inner)
 				require.Len(t, c.log.since(mark), 1)
 				mark = c.log.mark()
-				rtop, rinner := serverCommands(t, p.primary.Addr, p.admin, func() { require.NoError(t, release(ctx)) })
+				rtop, rinner := serverCommands(t, p.primary.Addr, p.rdb, func() { require.NoError(t, release(ctx)) })
 				t.Logf("%s, release: round trips %v; server commands %v, in the script %v", c.what, c.log.since(mark), rtop, rinner)
 				require.Len(t, c.log.since(mark), 1)
 				if c.c == acked {
@@ -263,7 +228,7 @@ func ackedRelease(nr *rlock.NotReplicatedError) bool     { return nr.Unlock && n
 // AddPermits take effect on the primary and say they were not acknowledged.
 func TestSemaphoreReplicaAcksRefuseUnreplicated(t *testing.T) {
 	ctx := testCtx(t, 60*time.Second)
-	p := startAckedPair(t, ctx)
+	p := startReplicated(t)
 	c, _ := p.ackedClient(t, rlock.WithReplicaAcks(1, ackTimeout))
 	names := map[string]string{}
 	held := map[string]func(context.Context) error{}
@@ -291,22 +256,22 @@ func TestSemaphoreReplicaAcksRefuseUnreplicated(t *testing.T) {
 				err := a.call()
 				requireNotReplicated(t, err, name, ackedAcquisition, a.what)
 				t.Logf("%s: refused after %v: %v", a.what, time.Since(begin).Round(time.Millisecond), err)
-				require.EqualValues(t, 2, permitsLeft(t, p.admin, name), "%s: its permits are back", a.what)
+				require.EqualValues(t, 2, permitsLeft(t, p.rdb, name), "%s: its permits are back", a.what)
 				if k.kind == "ExpirableSemaphore" {
-					require.EqualValues(t, 1, syncZCard(t, p.admin, syncTimeoutKey(name)), "%s: no id of it is left held", a.what)
+					require.EqualValues(t, 1, syncZCard(t, p.rdb, syncTimeoutKey(name)), "%s: no id of it is left held", a.what)
 				}
 			}
 
 			err := held[k.kind](ctx) // Release, Permits.Release
 			requireNotReplicated(t, err, name, ackedRelease, "release")
 			t.Logf("release: %v", err)
-			require.EqualValues(t, 3, permitsLeft(t, p.admin, name), "the release stands on the primary")
+			require.EqualValues(t, 3, permitsLeft(t, p.rdb, name), "the release stands on the primary")
 		})
 	}
 	sem := c.NewSemaphore(names["Semaphore"])
 	requireNotReplicated(t, sem.AddPermits(ctx, -1), names["Semaphore"],
 		func(nr *rlock.NotReplicatedError) bool { return nr.Op == "AddPermits" && !nr.Unlock }, "AddPermits")
-	require.EqualValues(t, 2, permitsLeft(t, p.admin, names["Semaphore"]), "AddPermits stands on the primary")
+	require.EqualValues(t, 2, permitsLeft(t, p.rdb, names["Semaphore"]), "AddPermits stands on the primary")
 }
 
 // TestSemaphoreReplicaAcksNoHandOff: a waiter queues in the client that
@@ -325,19 +290,19 @@ func TestSemaphoreReplicaAcksNoHandOff(t *testing.T) {
 			}
 			t.Run(what, func(t *testing.T) {
 				ctx := testCtx(t, 60*time.Second)
-				p := startAckedPair(t, ctx)
+				p := startReplicated(t)
 				c, log := p.ackedClient(t, rlock.WithReplicaAcks(1, ackTimeout))
 				name := redistest.Name(t)
 				answer(k.set(ctx, c, name, 1)).is(t, true)
 				mark := log.mark()
 				release := answer(k.acquire(ctx, c, name, 1)).value(t)
 				got := queueParked(t, k, func() (func(context.Context) error, error) { return k.acquire(ctx, c, name, 1) })
-				syncAwaitSubs(t, p.admin, syncSemChannel(name), 1)
+				syncAwaitSubs(t, p.rdb, syncSemChannel(name), 1)
 				require.Eventually(t, func() bool { return log.acquisitions(mark) >= 3 }, 5*time.Second, time.Millisecond,
 					"the holder's acquisition, the waiter's own attempt and its attempt once subscribed")
 				awaitHeadParked(t, k.method())
 
-				sub := p.admin.Subscribe(ctx, syncSemChannel(name))
+				sub := p.rdb.Subscribe(ctx, syncSemChannel(name))
 				t.Cleanup(func() { _ = sub.Close() })
 				_, err := sub.Receive(ctx)
 				require.NoError(t, err)
@@ -368,16 +333,16 @@ func TestSemaphoreReplicaAcksNoHandOff(t *testing.T) {
 				t.Logf("round trips from the release to the waiter's answer: %v", trips)
 				if blackHoled {
 					requireNotReplicated(t, g.err, name, ackedAcquisition, "the waiter")
-					require.EqualValues(t, 1, permitsLeft(t, p.admin, name), "the permit stays in the pool")
+					require.EqualValues(t, 1, permitsLeft(t, p.rdb, name), "the permit stays in the pool")
 					if k.kind == "ExpirableSemaphore" {
-						require.Zero(t, syncZCard(t, p.admin, syncTimeoutKey(name)), "no id is left held")
+						require.Zero(t, syncZCard(t, p.rdb, syncTimeoutKey(name)), "no id is left held")
 					}
 					return
 				}
 				require.NoError(t, g.err)
-				require.Zero(t, permitsLeft(t, p.admin, name), "the waiter holds the permit")
+				require.Zero(t, permitsLeft(t, p.rdb, name), "the waiter holds the permit")
 				require.NoError(t, g.v(ctx))
-				require.EqualValues(t, 1, permitsLeft(t, p.admin, name))
+				require.EqualValues(t, 1, permitsLeft(t, p.rdb, name))
 			})
 		}
 	}
@@ -410,7 +375,7 @@ func TestSemaphoreReplicaAcksPreventDoubleGrant(t *testing.T) {
 // first acquisition was refused.
 func semaphoreReplicaRound(t *testing.T, k syncKind, acks bool) (double, refused bool) {
 	ctx := testCtx(t, 60*time.Second)
-	p := startAckedPair(t, ctx)
+	p := startReplicated(t)
 	var opts []rlock.ClientOption
 	if acks {
 		opts = append(opts, rlock.WithReplicaAcks(1, ackTimeout))

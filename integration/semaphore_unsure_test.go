@@ -91,18 +91,16 @@ func (h *loseNextAcquisition) ProcessPipelineHook(next redis.ProcessPipelineHook
 	}
 }
 
-// TestSemaphoreReplicaAcksUnsureAttemptGivesBack: with replica
-// acknowledgements, the head attempts for the two waiters of its client
-// after another client releases two permits, and the reply of that
-// round trip (the script, which served both, and its WAIT) is lost. The
-// head fails with that error; the other waiter, served by a round trip
-// whose acknowledgement is unknown, is not granted the permit: the two
-// permits go back, and it takes one with an acquisition of its own,
-// acknowledged.
-func TestSemaphoreReplicaAcksUnsureAttemptGivesBack(t *testing.T) {
-	k := syncKinds[0] // a Semaphore's: its round trips are settled from their record
+// lostHeadAttempt plays, with replica acknowledgements, the head of a
+// client's queue attempting for its two waiters after another client
+// releases two permits, the reply of that round trip lost: the head fails
+// with that error, the second waiter takes a permit. It returns the primary
+// and its replica, the name, the client's round trips (from the release on:
+// mark) and the second waiter's outcome.
+func lostHeadAttempt(t *testing.T, k syncKind) (replicated, string, *tripLog, int, syncGot[func(context.Context) error]) {
+	t.Helper()
 	ctx := testCtx(t, 60*time.Second)
-	p := startAckedPair(t, ctx)
+	p := startReplicated(t)
 	lose := &loseNextAcquisition{err: errors.New("reply lost")}
 	rdb := p.primary.Client(t, func(o *redis.Options) { o.MaxRetries = -1 })
 	log := &tripLog{}
@@ -116,7 +114,7 @@ func TestSemaphoreReplicaAcksUnsureAttemptGivesBack(t *testing.T) {
 	mark := log.mark()
 	first := queueParked(t, k, func() (func(context.Context) error, error) { return k.acquire(ctx, c, name, 1) })
 	second := queueParked(t, k, func() (func(context.Context) error, error) { return k.acquire(ctx, c, name, 1) })
-	syncAwaitSubs(t, p.admin, syncSemChannel(name), 1)
+	syncAwaitSubs(t, p.rdb, syncSemChannel(name), 1)
 	require.Eventually(t, func() bool { return log.acquisitions(mark) >= 2 }, 5*time.Second, time.Millisecond,
 		"the first waiter's own attempt and its attempt once subscribed")
 	awaitHeadParked(t, k.method())
@@ -128,11 +126,26 @@ func TestSemaphoreReplicaAcksUnsureAttemptGivesBack(t *testing.T) {
 	require.ErrorIs(t, g1.err, lose.err)
 	g2 := syncAwait(t, second, 10*time.Second, "the second waiter")
 	require.NoError(t, g2.err)
+	return p, name, log, mark, g2
+}
+
+// TestSemaphoreReplicaAcksUnsureAttemptGivesBack: with replica
+// acknowledgements, the head attempts for the two waiters of its client
+// after another client releases two permits, and the reply of that
+// round trip (the script, which served both, and its WAIT) is lost. The
+// head fails with that error; the other waiter, served by a round trip
+// whose acknowledgement is unknown, is not granted the permit: the two
+// permits go back, and it takes one with an acquisition of its own,
+// acknowledged.
+func TestSemaphoreReplicaAcksUnsureAttemptGivesBack(t *testing.T) {
+	k := syncKinds[0] // a Semaphore's: its round trips are settled from their record
+	ctx := testCtx(t, 60*time.Second)
+	p, name, log, mark, g2 := lostHeadAttempt(t, k)
 	t.Logf("round trips from the release on: %v", log.since(mark))
 	require.GreaterOrEqual(t, log.acquisitions(mark), 2, "the lost attempt, then the second waiter's own")
-	require.EqualValues(t, 1, permitsLeft(t, p.admin, name), "one permit held, by the second waiter; the other back")
+	require.EqualValues(t, 1, permitsLeft(t, p.rdb, name), "one permit held, by the second waiter; the other back")
 	require.NoError(t, g2.v(ctx))
-	require.EqualValues(t, 2, permitsLeft(t, p.admin, name))
+	require.EqualValues(t, 2, permitsLeft(t, p.rdb, name))
 }
 
 // TestExpirableReplicaAcksReplayIsConfirmed: with replica acknowledgements,
@@ -147,32 +160,7 @@ func TestSemaphoreReplicaAcksUnsureAttemptGivesBack(t *testing.T) {
 func TestExpirableReplicaAcksReplayIsConfirmed(t *testing.T) {
 	k := syncKinds[1]
 	ctx := testCtx(t, 60*time.Second)
-	p := startAckedPair(t, ctx)
-	lose := &loseNextAcquisition{err: errors.New("reply lost")}
-	rdb := p.primary.Client(t, func(o *redis.Options) { o.MaxRetries = -1 })
-	log := &tripLog{}
-	rdb.AddHook(log)
-	rdb.AddHook(lose)
-	c := newClient(t, rdb, rlock.WithReplicaAcks(1, ackTimeout), rlock.WithRecheckInterval(time.Minute), rlock.WithTracking(false))
-	other := newClient(t, p.primary.Client(t))
-	name := redistest.Name(t)
-	answer(k.set(ctx, other, name, 2)).is(t, true)
-	release := answer(k.acquire(ctx, other, name, 2)).value(t)
-	mark := log.mark()
-	first := queueParked(t, k, func() (func(context.Context) error, error) { return k.acquire(ctx, c, name, 1) })
-	second := queueParked(t, k, func() (func(context.Context) error, error) { return k.acquire(ctx, c, name, 1) })
-	syncAwaitSubs(t, p.admin, syncSemChannel(name), 1)
-	require.Eventually(t, func() bool { return log.acquisitions(mark) >= 2 }, 5*time.Second, time.Millisecond,
-		"the first waiter's own attempt and its attempt once subscribed")
-	awaitHeadParked(t, k.method())
-
-	lose.armed.Store(true)
-	mark = log.mark()
-	require.NoError(t, release(ctx))
-	g1 := syncAwait(t, first, 10*time.Second, "the head")
-	require.ErrorIs(t, g1.err, lose.err)
-	g2 := syncAwait(t, second, 10*time.Second, "the second waiter")
-	require.NoError(t, g2.err)
+	p, name, log, mark, g2 := lostHeadAttempt(t, k)
 	trips := log.since(mark)
 	t.Logf("round trips from the release on: %v", trips)
 	confirmed := false
@@ -182,5 +170,5 @@ func TestExpirableReplicaAcksReplayIsConfirmed(t *testing.T) {
 	require.True(t, confirmed, "the replayed acquisition was confirmed by a write and WAIT")
 	require.NoError(t, g2.v(ctx))
 	t.Logf("after the second waiter's release: %d available, %d ids in the zset (the failed head's, until its lease runs out)",
-		permitsLeft(t, p.admin, name), syncZCard(t, p.admin, syncTimeoutKey(name)))
+		permitsLeft(t, p.rdb, name), syncZCard(t, p.rdb, syncTimeoutKey(name)))
 }

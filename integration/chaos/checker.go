@@ -235,28 +235,35 @@ func (h *holdRec) describe() string {
 }
 
 // checkTokens checks that fencing tokens only go up: of two holds of one
-// fenced lock, the one acquired after the other returned has the greater
-// token. A smaller one would let the older holder's writes pass a fenced
-// resource after the newer holder's: stale writes accepted. (Elections'
-// terms are checked by checkElections.)
+// fenced lock (or terms of one election), the one acquired after the other
+// returned has the greater token. A smaller one would let the older holder's
+// writes pass a fenced resource after the newer holder's: stale writes
+// accepted.
 func checkTokens(r *Report, holds map[holdKey]*holdRec) {
-	byName := map[string][]*holdRec{}
-	for _, h := range sortedHolds(holds) {
-		if h.acq.Kind == KindFenced {
-			byName[h.acq.Name] = append(byName[h.acq.Name], h)
-		}
-	}
-	for name, hs := range byName {
-		for i, a := range hs {
-			for _, b := range hs[i+1:] {
-				if a.acq.Ret < b.acq.Call && a.acq.Token >= b.acq.Token {
-					r.Violations++
-					r.Details = append(r.Details, fmt.Sprintf("violation: %s: %s then %s: tokens not increasing",
-						name, a.describe(), b.describe()))
+	for _, kind := range []string{KindFenced, KindElection} {
+		for name, hs := range byName(holds, kind) {
+			for i, a := range hs {
+				for _, b := range hs[i+1:] {
+					if a.acq.Ret < b.acq.Call && a.acq.Token >= b.acq.Token {
+						r.Violations++
+						r.Details = append(r.Details, fmt.Sprintf("violation: %s: %s then %s: tokens not increasing",
+							name, a.describe(), b.describe()))
+					}
 				}
 			}
 		}
 	}
+}
+
+// byName returns the holds of kind by object name, in acquisition order.
+func byName(holds map[holdKey]*holdRec, kind string) map[string][]*holdRec {
+	out := map[string][]*holdRec{}
+	for _, h := range sortedHolds(holds) {
+		if h.acq.Kind == kind {
+			out[h.acq.Name] = append(out[h.acq.Name], h)
+		}
+	}
+	return out
 }
 
 // checkPartition measures, for a partition w, how soon its holder learnt of

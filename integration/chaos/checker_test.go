@@ -165,3 +165,53 @@ func TestCheckerLatch(t *testing.T) {
 	ops[2].Ret = 7
 	require.Equal(t, "yes", Check(ops, Spec{}).Linearizable)
 }
+
+// A partition: the holder (p0) cut off with its primary keeps a handle that
+// says valid while another process (p1) holds the lock it took on the other
+// side. Without the promise (no replica acknowledgements) the overlap is
+// inherent and measured; with it (Strict) it is a violation, whatever the
+// fault. The report says how long both handles were valid, when the holder
+// was told after the cut and the heal, and a process that took nothing after
+// the partition settled has not recovered.
+func TestCheckerPartition(t *testing.T) {
+	ms := int64(time.Millisecond)
+	history := func() ([]Op, *Window) {
+		var h hist
+		h.hold(0, 1, KindMutex, "m", 0, 1, 250, 0) // held across the cut; told at 251
+		h.ops[1].Lost, h.ops[1].Valid = true, 240*ms
+		h.ops = append(h.ops, Op{Proc: 0, Hold: 1, Kind: KindMutex, Name: "m", Op: OpLost, Call: 251 * ms, Ret: 251 * ms})
+		h.hold(1, 1, KindMutex, "m", 50, 100, 120, 121) // took it on the other side at 100
+		h.ops[len(h.ops)-2].Valid = 110 * ms
+		h.hold(1, 2, KindMutex, "m", 300, 310, 320, 321) // after the partition settled
+		w := &Window{Cut: 10 * ms, Heal: 210 * ms, Settled: 290 * ms}
+		h.ops = append(h.ops, Op{Proc: -1, Op: OpFault, Name: "primary-with-holder", Call: w.Cut, Ret: w.Settled, OK: true})
+		return h.ops, w
+	}
+	ops, w := history()
+	r := Check(ops, Spec{Permits: 1, Partition: w})
+	require.Zero(t, r.Violations, r.Details)
+	require.Positive(t, r.Inherent, r.Details)
+	require.Equal(t, Millis(140), r.ValidOverlap, "valid from 100 (p1's grant) to 240 (p0's last valid check)")
+	require.Equal(t, Millis(241), r.ToldAfterCut)
+	require.Equal(t, Millis(41), r.ToldAfterHeal)
+	require.Equal(t, 1, r.Unrecovered, "p0 took nothing after the partition settled")
+	require.Equal(t, "FAIL", r.Verdict(), "a process that did not recover fails the scenario")
+
+	ops, w = history()
+	ops = append(ops, Op{Proc: 0, Hold: 9, Kind: KindMutex, Name: "m", Op: OpAcquire, Call: 330 * ms, Ret: 331 * ms, OK: true})
+	r = Check(ops, Spec{Permits: 1, Partition: w, Strict: true})
+	require.Zero(t, r.Unrecovered, r.Details)
+	require.Equal(t, 1, r.Violations, "with acknowledgements, two valid handles are a violation: %v", r.Details)
+}
+
+// Fencing tokens that go back (a later holder of a FencedMutex with a
+// smaller token) are a violation: the older holder's writes would pass.
+func TestCheckerTokensGoingBack(t *testing.T) {
+	var h hist
+	h.hold(0, 1, KindFenced, "f", 0, 1, 5, 6)
+	h.ops[0].Token = 7
+	h.hold(1, 1, KindFenced, "f", 7, 8, 9, 10)
+	h.ops[len(h.ops)-3].Token = 5
+	r := Check(h.ops, Spec{Permits: 1, Counters: map[string]int64{"f": 2}})
+	require.Equal(t, 1, r.Violations, r.Details)
+}

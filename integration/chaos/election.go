@@ -34,30 +34,14 @@ func (w *worker) follow(g int, name string) {
 	}
 }
 
-// checkElections checks the elections' own promises: terms strictly
-// increasing (an acquisition that returned before another began has the
-// smaller token), and each follower's views in term order and linearizable:
+// checkElections checks the elections' own promises (their terms strictly
+// increasing is checkTokens'): each follower's views in term order and
+// linearizable:
 // a view read in [Call, Ret] shows a term no older than every term acquired
 // before Call, a leader whose campaign had begun by Ret, and not one whose
 // resignation was confirmed before Call.
 func checkElections(r *Report, ops []Op, holds map[holdKey]*holdRec) {
-	terms := map[string][]*holdRec{}
-	for _, h := range sortedHolds(holds) {
-		if h.acq.Kind == KindElection {
-			terms[h.acq.Name] = append(terms[h.acq.Name], h)
-		}
-	}
-	for name, hs := range terms {
-		for i, a := range hs {
-			for _, b := range hs[i+1:] {
-				if a.acq.Ret < b.acq.Call && a.acq.Token >= b.acq.Token {
-					r.Violations++
-					r.Details = append(r.Details, fmt.Sprintf("violation: %s: term %s then %s: tokens not increasing",
-						name, a.describe(), b.describe()))
-				}
-			}
-		}
-	}
+	terms := byName(holds, KindElection)
 	last := map[holdKey]int64{} // by follower (proc, goroutine as hold)
 	for _, v := range ops {
 		if v.Op != OpView {
