@@ -22,7 +22,7 @@ package chaos
 //	Redis restart, no persist. every leased kind
 //	FLUSHALL *                 every leased kind
 //	SCRIPT FLUSH               every kind
-//	Sentinel failover          Mutex, FencedMutex, RWMutex write, ExpirableSemaphore, CountDownLatch
+//	Sentinel failover          Mutex, FencedMutex, RWMutex write, ExpirableSemaphore (acknowledged by both replicas)
 //	Cluster failover           Mutex, FairMutex, FencedMutex, ExpirableSemaphore, CountDownLatch
 //	cancel storm               every kind (waits cancelled after 1-30 ms)
 //	500 goroutines on 10 names every kind but the latch, in 5 processes × 100 goroutines
@@ -92,11 +92,11 @@ var fullScenarios = []scenario{
 	// A Sentinel failover is not graceful: a write the promoted replica had
 	// not received is gone, and a lock can be granted twice unless every
 	// replica acknowledged it (docs/safety.md). The scenario checks the
-	// promise that holds: locks with WithReplicaAcks of both replicas. The
-	// synchronizers' scripts do not wait for replicas yet, so they are left
-	// out here (the Cluster's manual failover, which is graceful, has them).
+	// promise that holds: WithReplicaAcks of both replicas, for the locks
+	// and the expirable semaphore, whose acquisitions and renewals wait for
+	// them.
 	{Name: "sentinel-failover", Fault: "sentinel-failover", Deploy: "sentinel", Acks: 2,
-		Kinds: []string{KindMutex, KindFenced, KindWrite}, Dur: 25 * time.Second, Every: 8 * time.Second},
+		Kinds: []string{KindMutex, KindFenced, KindWrite, KindExpirable}, Dur: 25 * time.Second, Every: 8 * time.Second},
 	{Name: "cluster-failover", Fault: "cluster-failover", Deploy: "cluster",
 		Kinds: []string{KindMutex, KindFair, KindFenced, KindExpirable, KindLatch}, Dur: 25 * time.Second, Every: 6 * time.Second},
 	{Name: "election-sigkill", Fault: "sigkill", Kinds: []string{KindElection}, Procs: 4, Dur: 20 * time.Second, Every: 2 * time.Second},
