@@ -114,7 +114,7 @@ var fullScenarios = []scenario{
 var partitionKinds = []string{KindMutex, KindFenced, KindWrite, KindExpirable, KindElection}
 
 // cut returns the partition scenario name: fault on deploy, cut for cut,
-// with acks (WithReplicaAcks(1, 1s)) and min-replicas (the servers'
+// with acks (WithReplicaAcks of every replica, 1 s) and min-replicas (the servers'
 // min-replicas-to-write 1, max-lag 2) as asked. Two handles valid at one
 // moment are a violation with acknowledgements, and whenever no failover
 // can happen (the holder alone) or the fault is graceful (a slot migrated).
@@ -132,7 +132,10 @@ func cut(deploy, fault string, d time.Duration, acks, minReplicas bool) scenario
 		ReadTimeout: 2 * time.Second, ReleaseTimeout: time.Second, Dur: d + 90*time.Second,
 		Strict: acks || fault == "holder-alone" || fault == "slot-migration"}
 	if acks {
-		s.Acks = 1
+		s.Acks = 1 // a Cluster shard's one replica
+		if deploy == "sentinel" {
+			s.Acks = 2 // both replicas: Sentinel may promote either (docs/safety.md, "Partitions")
+		}
 	}
 	return s
 }
