@@ -78,7 +78,7 @@ servers: setup
 
 ## test-servers: the integration tests on each of the five servers, two at a time, one
 ## line of counts per server, then every skip with its reason (scripts/test-servers.sh;
-## about 15 minutes on 2 cores, plus the builds the first time).
+## about 21 minutes on 2 cores, plus the builds the first time).
 test-servers: setup
 	@GO='$(GO)' bash scripts/test-servers.sh
 
