@@ -33,7 +33,7 @@ var (
 	// outside, say), and it ran out.
 	ErrShortened = errors.New("its lease was cut short in Redis and ran out")
 	// ErrUnreplicated: Redis renewed the hold, but too few replicas
-	// acknowledged the renewals (Options.Acks) before its deadline, which
+	// acknowledged the renewals (Hold.Acks) before its deadline, which
 	// therefore did not move: a replica promoted then lets it expire.
 	ErrUnreplicated = errors.New("its renewals were not acknowledged by enough replicas before the lease ran out")
 )
