@@ -667,7 +667,7 @@ func errTooFewAcks(acked int, a lua.Acks) error {
 	return fmt.Errorf("%d of %d replicas acknowledged the renewals within %v: the holds' deadlines stay", acked, a.Replicas, a.Timeout)
 }
 
-// sendOn runs the batches of r in one pipelined round trip, with Options.Acks
+// sendOn runs the batches of r in one pipelined round trip, with the holds' Acks
 // a WAIT behind them, and puts their results in out. When the server lost its
 // script cache (NOSCRIPT), it loads the script and sends the pipeline once
 // more.
