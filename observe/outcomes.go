@@ -53,9 +53,13 @@ const (
 	CauseLeaseExpiry                  // the holder's lease, as last read, ran out: "lease_expiry"
 	CauseRecheck                      // the recheck interval passed (synchronizers): "recheck"
 	CauseBackoff                      // a spin lock's back-off pause ended: "backoff"
+	// CauseChanged: the client's tracker heard that the object's key changed
+	// with no message (an operator's DEL, a flush, an eviction, a restart
+	// that lost it, a count set by hand): "changed".
+	CauseChanged
 )
 
-var causes = [...]string{"unknown", "message", "resubscribe", "subscribed", "local", "hand_off", "lease_expiry", "recheck", "backoff"}
+var causes = [...]string{"unknown", "message", "resubscribe", "subscribed", "local", "hand_off", "lease_expiry", "recheck", "backoff", "changed"}
 
 // String returns the cause's attribute value.
 func (c Cause) String() string { return enumString(causes[:], int(c)) }
@@ -138,6 +142,14 @@ const (
 	AttrNode      = "holdfast.node"              // a Redis node's address (logs only)
 	AttrElected   = "holdfast.elected"           // whether a leader leads after a change of leader (bool)
 	AttrNewTerm   = "holdfast.election.new_term" // whether a change of leader began a new term (bool)
+	// AttrLeaseLeft is how long a hold whose renewals fail keeps its lease,
+	// as last confirmed (a time.Duration; logs only).
+	AttrLeaseLeft = "holdfast.lease_left"
+	// AttrFailedFor is how long the watchdog's renewals have failed, from
+	// the first failed round (a time.Duration; logs only).
+	AttrFailedFor = "holdfast.renewal.failed_for"
+	// AttrFailedRounds is how many renewal rounds in a row failed (logs only).
+	AttrFailedRounds = "holdfast.renewal.failed_rounds"
 )
 
 // The event names: the message of the client's log lines, and the stem of

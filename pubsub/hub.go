@@ -53,6 +53,7 @@ type Wake uint8
 const (
 	WakeMessage      Wake = iota + 1 // a message on the channel
 	WakeResubscribed                 // the channel was subscribed again after a reconnect: messages may have been lost
+	WakeChanged                      // news of the channel's object that came otherwise (Changed)
 )
 
 // Hub multiplexes the channel subscriptions of one client: classic channels
@@ -413,6 +414,19 @@ func (h *Hub) deliver(channel, payload string) {
 		}
 	}
 	e.wake(e.subs[0].wake(payload), WakeMessage)
+}
+
+// Changed gives every subscription of channel a token (WakeChanged), as a
+// message that wakes all would, for news of the channel's object that came
+// otherwise than on the channel: rlock's tracker heard that the object's key
+// changed with nothing published (an operator's DEL, a flush). Heard callbacks
+// hear nothing. A channel without subscriptions gets nothing.
+func (h *Hub) Changed(channel string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e := h.entries[channel]; e != nil {
+		e.wake(All, WakeChanged)
+	}
 }
 
 // wake gives a token saying why to each of the first n subscriptions of e

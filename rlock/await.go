@@ -150,8 +150,11 @@ func call(f func(), wake <-chan struct{}) {
 
 // causeOf is the observers' cause of a subscription's token.
 func causeOf(w pubsub.Wake) observe.Cause {
-	if w == pubsub.WakeResubscribed {
+	switch w {
+	case pubsub.WakeResubscribed:
 		return observe.CauseResubscribe
+	case pubsub.WakeChanged:
+		return observe.CauseChanged
 	}
 	return observe.CauseMessage
 }

@@ -75,6 +75,7 @@ func (e *Election) observe(ctx context.Context, out chan<- LeaderInfo) {
 	var ready <-chan pubsub.Wake
 	var confirmed <-chan struct{}
 	if err == nil {
+		sub = e.c.follow(sub, lua.ElectionChannel(e.name), e.lk.Name(), false)
 		defer sub.Close()
 		ready, confirmed = sub.Ready(), sub.Confirmed()
 	}

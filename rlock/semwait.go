@@ -261,6 +261,7 @@ func (c *Client) listenPermits(ctx context.Context, o *syncObject, q *permitQueu
 	if err != nil {
 		return nil, o.wrap(err)
 	}
+	s = c.follow(s, channel, o.name, true)
 	t.mu.Lock()
 	use := q.sub
 	if use == nil && t.m[q.name] == q {

@@ -193,6 +193,7 @@ func (c *Client) join(ctx context.Context, e *lockEntry) (subscription, error) {
 	} else if err != nil {
 		return nil, fmt.Errorf("rlock: subscribe to %s: %w", quote(e.name), err)
 	}
+	s = c.follow(s, e.lk.Channel(), e.lk.Name(), false)
 	c.mu.Lock()
 	use, spare := e.subscribed(s)
 	c.mu.Unlock()

@@ -76,7 +76,8 @@ func (c *Client) takeTurn(ctx context.Context, e *lockEntry, w *waiter) (*Lease,
 // subscribeWaiter subscribes to w's own channel on the fair lock of e, on which
 // a release wakes the queue's head.
 func (c *Client) subscribeWaiter(ctx context.Context, e *lockEntry, w *waiter) (subscription, error) {
-	s, err := c.backend.subscribe(ctx, lua.WaiterChannel(e.name, e.lk.fieldOf(w.o, c.id).String()))
+	channel := lua.WaiterChannel(e.name, e.lk.fieldOf(w.o, c.id).String())
+	s, err := c.backend.subscribe(ctx, channel)
 	switch {
 	case errors.Is(err, pubsub.ErrClosed):
 		return nil, ErrClosed
@@ -85,7 +86,7 @@ func (c *Client) subscribeWaiter(ctx context.Context, e *lockEntry, w *waiter) (
 	case err != nil:
 		return nil, fmt.Errorf("rlock: subscribe to %s: %w", quote(e.name), err)
 	}
-	return s, nil
+	return c.follow(s, channel, e.lk.Name(), false), nil
 }
 
 // leaveQueue takes w out of the fair lock's Redis queue after it gave up, so

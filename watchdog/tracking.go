@@ -63,17 +63,19 @@ type tracker struct {
 	delay time.Duration
 
 	mu      sync.Mutex
-	nodes   map[string]*node    // by address
-	dirty   map[string]struct{} // keys the server said changed
-	all     bool                // look at every hold: a flush, a broken connection
-	fresh   []*Hold             // new holds not yet looked at, oldest first (some ended: Hold.fresh unset)
-	live    int                 // how many of fresh have not ended
-	came    bool                // a new hold came since the last tick
-	ticking bool                // the checker ticks: new holds need no poke
-	gap     time.Duration       // the time between ticks, from delay to maxTickGaps delays
-	idle    int                 // ticks in a row without new holds
-	retried []*Hold             // holds whose look did not reach the server
-	retryAt time.Time           // when to look at them again
+	nodes   map[string]*node     // by address
+	dirty   map[string]struct{}  // keys the server said changed
+	all     bool                 // look at every hold: a flush, a broken connection
+	fresh   []*Hold              // new holds not yet looked at, oldest first (some ended: Hold.fresh unset)
+	live    int                  // how many of fresh have not ended
+	came    bool                 // a new hold came since the last tick
+	ticking bool                 // the checker ticks: new holds need no poke
+	gap     time.Duration        // the time between ticks, from delay to maxTickGaps delays
+	idle    int                  // ticks in a row without new holds
+	retried []*Hold              // holds whose look did not reach the server
+	retryAt time.Time            // when to look at them again
+	follows map[string][]*Follow // waiters' keys (follow.go)
+	unread  map[string]struct{}  // followed keys to read: new, or changed
 
 	poke      chan struct{}
 	done      chan struct{}  // closed when the checker returns
@@ -90,7 +92,7 @@ func newTracker(w *Watchdog, rdb redis.UniversalClient) *tracker {
 	}
 	t := &tracker{w: w, rdb: rdb, log: w.opts.Logger, obs: w.opts.Tracking, delay: w.opts.TrackDelay,
 		nodes: make(map[string]*node), dirty: make(map[string]struct{}), poke: make(chan struct{}, 1),
-		done: make(chan struct{})}
+		done: make(chan struct{}), follows: make(map[string][]*Follow), unread: make(map[string]struct{})}
 	t.gap = t.delay
 	go t.run()
 	return t
@@ -136,6 +138,7 @@ func (t *tracker) changed(keys []string) {
 	for _, k := range keys {
 		t.dirty[k] = struct{}{}
 	}
+	t.followed(keys)
 	t.mu.Unlock()
 	t.wake()
 }
@@ -167,6 +170,9 @@ func (t *tracker) run() {
 		}
 		if len(holds) > 0 {
 			t.check(holds)
+		}
+		if keys := t.takeUnread(); len(keys) > 0 {
+			t.readFollowed(keys)
 		}
 	}
 }

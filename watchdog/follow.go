@@ -1,0 +1,166 @@
+package watchdog
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A Follow is a waiter's interest in a key it does not hold: the key of a
+// lock it waits for, of a semaphore whose permits it waits for. The tracker
+// reads the key on its tracked connection (which makes the server tell it of
+// the key's next change) when the Follow starts and after every change the
+// server tells of, and calls News when the read says a waiter may get in:
+//   - Count false (a lock's hash, an election's record, a latch): the key is
+//     gone, whoever deleted it: an unlock, an operator's DEL, a flush, an
+//     eviction, its lease running out, a restart that lost it;
+//   - Count true (a semaphore's available permits): the key holds a count
+//     above zero, with that count.
+//
+// A release of this library also publishes on the object's channel: News is
+// for the endings that publish nothing. It comes within a round trip of the
+// change, from the tracker's goroutine: it must not block.
+type Follow struct {
+	Key   string
+	Count bool
+	News  func(n int64)
+}
+
+// Follow starts following f; stop ends it. Without tracking (Options.Track
+// off, a client the tracker cannot follow, a server that refuses tracking)
+// nothing is followed, and a waiter's wait is bounded by the lease it read.
+func (w *Watchdog) Follow(f *Follow) (stop func()) {
+	t := w.trk
+	if t == nil {
+		return func() {}
+	}
+	t.mu.Lock()
+	t.follows[f.Key] = append(t.follows[f.Key], f)
+	t.unread[f.Key] = struct{}{}
+	t.mu.Unlock()
+	t.wake()
+	return func() {
+		t.mu.Lock()
+		fs := t.follows[f.Key]
+		for i, g := range fs {
+			if g == f {
+				fs = append(fs[:i], fs[i+1:]...)
+				break
+			}
+		}
+		if len(fs) == 0 {
+			delete(t.follows, f.Key)
+		} else {
+			t.follows[f.Key] = fs
+		}
+		t.mu.Unlock()
+	}
+}
+
+// followed marks the followed keys among keys (every one when keys is nil)
+// to be read. t.mu is held.
+func (t *tracker) followed(keys []string) {
+	if keys == nil {
+		for k := range t.follows {
+			t.unread[k] = struct{}{}
+		}
+		return
+	}
+	for _, k := range keys {
+		if _, ok := t.follows[k]; ok {
+			t.unread[k] = struct{}{}
+		}
+	}
+}
+
+// takeUnread takes the followed keys to read, each with whether it is a
+// count.
+func (t *tracker) takeUnread() map[string]bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.unread) == 0 {
+		return nil
+	}
+	out := make(map[string]bool, len(t.unread))
+	for k := range t.unread {
+		if fs := t.follows[k]; len(fs) > 0 {
+			out[k] = fs[0].Count
+		}
+	}
+	clear(t.unread)
+	return out
+}
+
+// readFollowed reads keys, node by node, on the tracked connections, and
+// tells the news. A read that did not reach its node is tried again after
+// retryPause.
+func (t *tracker) readFollowed(keys map[string]bool) {
+	ctx, cancel := context.WithTimeout(t.w.ctx, t.w.opts.Interval)
+	defer cancel()
+	byNode := make(map[*node][]string)
+	for k := range keys {
+		if n, err := t.nodeOf(ctx, k); err == nil && n.mode.Load() != modeRefused {
+			byNode[n] = append(byNode[n], k)
+		}
+	}
+	for n, ks := range byNode {
+		if err := t.readNode(ctx, n, ks, keys); err != nil && t.w.ctx.Err() == nil {
+			time.AfterFunc(retryPause, func() {
+				t.mu.Lock()
+				for _, k := range ks {
+					t.unread[k] = struct{}{}
+				}
+				t.mu.Unlock()
+				t.wake()
+			})
+		}
+	}
+}
+
+// readNode reads ks on n in one pipelined round trip (EXISTS, or GET for a
+// count; reads the server tracks) and tells the news of each.
+func (t *tracker) readNode(ctx context.Context, n *node, ks []string, count map[string]bool) error {
+	pipe := n.reader.Pipeline()
+	cmds := make([]redis.Cmder, len(ks))
+	for i, k := range ks {
+		if count[k] {
+			cmds[i] = pipe.Get(ctx, k)
+		} else {
+			cmds[i] = pipe.Exists(ctx, k)
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) && !refused(err) {
+		return err
+	}
+	for i, k := range ks {
+		if v, ok := newsOf(cmds[i]); ok {
+			t.tell(k, v)
+		}
+	}
+	return nil
+}
+
+// newsOf says whether a read of a followed key is news, and its count.
+func newsOf(cmd redis.Cmder) (int64, bool) {
+	switch c := cmd.(type) {
+	case *redis.IntCmd:
+		return 0, c.Err() == nil && c.Val() == 0
+	case *redis.StringCmd:
+		v, err := strconv.ParseInt(c.Val(), 10, 64)
+		return v, c.Err() == nil && err == nil && v > 0
+	}
+	return 0, false
+}
+
+// tell calls the News of every Follow of key.
+func (t *tracker) tell(key string, n int64) {
+	t.mu.Lock()
+	fs := append([]*Follow(nil), t.follows[key]...)
+	t.mu.Unlock()
+	for _, f := range fs {
+		f.News(n)
+	}
+}
