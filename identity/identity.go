@@ -47,7 +47,7 @@ func Self(client, service string) Record {
 		Host:    host,
 		PID:     os.Getpid(),
 		Version: Version(),
-		Started: time.Now().Truncate(time.Millisecond),
+		Started: time.Now().UTC().Truncate(time.Millisecond),
 	}
 }
 

@@ -375,9 +375,11 @@ func TestObserverWakeCauses(t *testing.T) {
 		require.NoError(t, <-done)
 		require.True(t, rec.last(t, observe.KindMutex, observe.OpLock).res.Waited)
 	}
+	untracked := []rlock.ClientOption{rlock.WithTracking(false)} // else the key's change wakes the waiter first
 	for _, tc := range []struct {
 		cause observe.Cause
 		run   func(t *testing.T, c *rlock.Client)
+		opts  []rlock.ClientOption
 	}{
 		{observe.CauseMessage, func(t *testing.T, c *rlock.Client) { // released by another client
 			l, err := other.NewMutex(name + ":msg").Lock(ctx)
@@ -389,17 +391,26 @@ func TestObserverWakeCauses(t *testing.T) {
 					10*time.Second, 5*time.Millisecond, "the waiter's subscription is confirmed")
 				require.NoError(t, l.Unlock(ctx))
 			})
-		}},
+		}, nil},
 		{observe.CauseHandOff, func(t *testing.T, c *rlock.Client) { // released by this client
 			l, err := c.NewMutex(name + ":hand").Lock(ctx)
 			require.NoError(t, err)
 			waitFor(ctx, t, c, name+":hand", func() { require.NoError(t, l.Unlock(ctx)) })
-		}},
+		}, nil},
 		{observe.CauseLeaseExpiry, func(t *testing.T, c *rlock.Client) { // the holder's lease runs out: no message
 			_, err := other.NewMutex(name+":exp").Lock(ctx, rlock.WithLeaseTime(300*time.Millisecond))
 			require.NoError(t, err)
 			waitFor(ctx, t, c, name+":exp", func() {})
-		}},
+		}, untracked},
+		{observe.CauseChanged, func(t *testing.T, c *rlock.Client) { // deleted from outside: no message
+			_, err := other.NewMutex(name + ":del").Lock(ctx)
+			require.NoError(t, err)
+			waitFor(ctx, t, c, name+":del", func() {
+				require.Eventually(t, func() bool { return rec.read(func(r *recorder) bool { return r.woken[observe.CauseSubscribed] > 0 }) },
+					10*time.Second, 5*time.Millisecond, "the waiter's subscription is confirmed")
+				require.NoError(t, rdb.Del(ctx, name+":del").Err())
+			})
+		}, nil},
 		{observe.CauseRecheck, func(t *testing.T, c *rlock.Client) { // permits written without a publish
 			s := c.NewSemaphore(name + ":sem")
 			_, err := s.TrySetPermits(ctx, 0, 0)
@@ -410,7 +421,7 @@ func TestObserverWakeCauses(t *testing.T) {
 				10*time.Second, 5*time.Millisecond, "the Acquire blocks")
 			require.NoError(t, rdb.Set(ctx, name+":sem", "1", 0).Err())
 			require.NoError(t, <-done)
-		}},
+		}, untracked},
 		{observe.CauseBackoff, func(t *testing.T, c *rlock.Client) {
 			l, err := c.NewSpinMutex(name + ":spin").Lock(ctx)
 			require.NoError(t, err)
@@ -420,11 +431,11 @@ func TestObserverWakeCauses(t *testing.T) {
 				10*time.Second, 5*time.Millisecond, "the spin Lock blocks")
 			require.NoError(t, l.Unlock(ctx))
 			require.NoError(t, <-done)
-		}},
+		}, nil},
 	} {
 		t.Run(tc.cause.String(), func(t *testing.T) {
 			rec = newRecorder()
-			c := newClient(t, rdb, rlock.WithObserver(rec), rlock.WithRecheckInterval(100*time.Millisecond))
+			c := newClient(t, rdb, append([]rlock.ClientOption{rlock.WithObserver(rec), rlock.WithRecheckInterval(100 * time.Millisecond)}, tc.opts...)...)
 			tc.run(t, c)
 			require.True(t, rec.read(func(r *recorder) bool { return r.woken[tc.cause] > 0 }), "causes: %v", rec.woken)
 		})

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/holdfast-go/holdfast/integration/redistest"
+	"github.com/holdfast-go/holdfast/lua"
 	"github.com/holdfast-go/holdfast/rlock"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -167,4 +169,77 @@ func pct(ds []time.Duration, p int) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[min(len(s)-1, len(s)*p/100)].Round(10 * time.Microsecond)
+}
+
+// TestOutsideEndKeepsFairOrder: a fair lock deleted from outside goes to the
+// first waiter of its queue, in whichever client it waits; the second waits
+// on until the first unlocks.
+func TestOutsideEndKeepsFairOrder(t *testing.T) {
+	rdb, holder, name := setup(t)
+	first, second := newClient(t, rdb), newClient(t, rdb)
+	ctx := testCtx(t, 20*time.Second)
+	_, err := holder.NewFairMutex(name).Lock(ctx)
+	require.NoError(t, err)
+	got := make(chan *rlock.Lease, 2)
+	queue := func(c *rlock.Client, n int64) {
+		go func() {
+			l, err := c.NewFairMutex(name).Lock(ctx)
+			if err == nil {
+				got <- l
+			}
+		}()
+		require.Eventually(t, func() bool { return rdb.LLen(ctx, lua.QueueName(name)).Val() == n },
+			10*time.Second, time.Millisecond, "waiter %d queued", n)
+	}
+	queue(first, 1)
+	queue(second, 2)
+	require.NoError(t, rdb.Del(ctx, name).Err())
+	var l *rlock.Lease
+	select {
+	case l = <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no waiter got the lock deleted from outside")
+	}
+	for field := range holders(t, rdb, name) {
+		require.True(t, strings.HasPrefix(field, first.ID()+":"), "the first waiter holds it, not %s", field)
+	}
+	require.Len(t, got, 0, "the second waiter still waits")
+	require.NoError(t, l.Unlock(ctx))
+	select {
+	case l = <-got:
+		require.NoError(t, l.Unlock(ctx))
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second waiter did not get the lock after the first unlocked")
+	}
+}
+
+// TestOutsideFlushAndRestartWakeWaiters: a FLUSHALL, and a restart that lost
+// the data, let a waiting Lock of another client in long before the lease
+// it read (30 s).
+func TestOutsideFlushAndRestartWakeWaiters(t *testing.T) {
+	srv := redistest.StartControllable(t)
+	rdb := srv.Client(t)
+	holder, waiter := newClient(t, rdb), newClient(t, rdb)
+	ctx := testCtx(t, 40*time.Second)
+	for _, end := range []struct {
+		name string
+		do   func()
+	}{
+		{"flushall", func() { require.NoError(t, rdb.FlushAll(ctx).Err()) }},
+		{"restart", func() { srv.Restart(t) }},
+	} {
+		name := redistest.Name(t) + ":" + end.name
+		_, err := holder.NewMutex(name).Lock(ctx)
+		require.NoError(t, err)
+		done := make(chan error, 1)
+		go func() { _, err := waiter.NewMutex(name).Lock(ctx); done <- err }()
+		require.Eventually(t, func() bool { return listening(ctx, rdb, name) }, 10*time.Second, time.Millisecond)
+		end.do()
+		select {
+		case err := <-done:
+			require.NoError(t, err, end.name)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the waiter did not get in", end.name)
+		}
+	}
 }

@@ -97,7 +97,7 @@ func waitChannels(t testing.TB, rdb *redis.Client, pattern string) []string {
 }
 
 // killSubscribers kills the server's pub/sub connections but the watchdogs'
-// tracking ones (watchdog.NewsName), as CLIENT KILL TYPE pubsub would, and
+// tracking ones (watchdog.NewsRole), as CLIENT KILL TYPE pubsub would, and
 // returns how many it killed.
 func killSubscribers(t testing.TB, rdb *redis.Client) int {
 	t.Helper()
@@ -120,7 +120,7 @@ func subscriberIDs(t testing.TB, rdb *redis.Client) []string {
 	var ids []string
 	for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
 		f := strings.Fields(line + " x")
-		if id, ok := strings.CutPrefix(f[0], "id="); ok && !slices.Contains(f, "name="+watchdog.NewsName) {
+		if id, ok := strings.CutPrefix(f[0], "id="); ok && !slices.ContainsFunc(f, isNewsConn) {
 			ids = append(ids, id)
 		}
 	}
@@ -1065,4 +1065,10 @@ func TestWaitOverlapDetector(t *testing.T) {
 	require.Empty(t, waitOverlaps([]waitInterval{{20, 30, "c"}, {0, 10, "a"}, {10, 20, "b"}}), "touching intervals do not overlap")
 	require.Len(t, waitOverlaps([]waitInterval{{0, 10, "a"}, {20, 30, "b"}, {5, 8, "c"}}), 1)
 	require.Len(t, waitOverlaps([]waitInterval{{0, 100, "a"}, {10, 20, "b"}, {30, 40, "c"}}), 2, "both inside a")
+}
+
+// isNewsConn reports whether a CLIENT LIST field names a tracker's connection
+// that hears invalidations.
+func isNewsConn(field string) bool {
+	return strings.HasPrefix(field, "name=") && strings.HasSuffix(field, ":"+watchdog.NewsRole)
 }

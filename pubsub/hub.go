@@ -91,6 +91,8 @@ type entry struct {
 	idleSince time.Time  // when the last subscription closed; zero while in use
 	shard     *shardFeed // the feed of a shard channel; nil for a classic one
 	epoch     int        // the hub's epoch when a classic channel was last confirmed
+	// lastMessage is when the last message of the channel came (Changed).
+	lastMessage time.Time
 }
 
 // New returns a hub that subscribes through rdb. It opens no connection until the
@@ -408,6 +410,7 @@ func (h *Hub) deliver(channel, payload string) {
 	if e == nil || len(e.subs) == 0 {
 		return
 	}
+	e.lastMessage = time.Now()
 	for _, s := range e.subs {
 		if s.heard != nil {
 			s.heard(payload)
@@ -418,16 +421,23 @@ func (h *Hub) deliver(channel, payload string) {
 
 // Changed gives every subscription of channel a token (WakeChanged), as a
 // message that wakes all would, for news of the channel's object that came
-// otherwise than on the channel: rlock's tracker heard that the object's key
-// changed with nothing published (an operator's DEL, a flush). Heard callbacks
-// hear nothing. A channel without subscriptions gets nothing.
-func (h *Hub) Changed(channel string) {
+// otherwise than on the channel at at: rlock's tracker heard that the
+// object's key changed (an operator's DEL, a flush). A message on the channel
+// since at (less ChangedSlack) was that change's own announcement, which woke
+// its waiters already: Changed then does nothing. Heard callbacks hear
+// nothing. A channel without subscriptions gets nothing.
+func (h *Hub) Changed(channel string, at time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if e := h.entries[channel]; e != nil {
+	if e := h.entries[channel]; e != nil && e.lastMessage.Before(at.Add(-ChangedSlack)) {
 		e.wake(All, WakeChanged)
 	}
 }
+
+// ChangedSlack is how long before the news Changed is told of a message on
+// the channel counts as that news's announcement: a release's message and the
+// server's news of its change leave the server together, on two connections.
+const ChangedSlack = 5 * time.Millisecond
 
 // wake gives a token saying why to each of the first n subscriptions of e
 // (oldest first) that have room, and banks what is left of n for the next

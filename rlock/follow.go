@@ -1,6 +1,10 @@
 package rlock
 
-import "github.com/holdfast-go/holdfast/watchdog"
+import (
+	"time"
+
+	"github.com/holdfast-go/holdfast/watchdog"
+)
 
 // follow returns s, which from now on also wakes every waiter of this client
 // on channel when the client's tracker hears that key changed with nothing
@@ -12,7 +16,7 @@ import "github.com/holdfast-go/holdfast/watchdog"
 // they last read; the waiters' queues and scripts then decide who gets in,
 // as after a message. Closing the result stops following.
 func (c *Client) follow(s subscription, channel, key string, count bool) subscription {
-	stop := c.wd.Follow(&watchdog.Follow{Key: key, Count: count, News: func(int64) { c.hub.Changed(channel) }})
+	stop := c.wd.Follow(&watchdog.Follow{Key: key, Count: count, News: func(at time.Time, _ int64) { c.hub.Changed(channel, at) }})
 	return &followed{subscription: s, stop: stop}
 }
 

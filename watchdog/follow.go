@@ -13,7 +13,8 @@ import (
 // lock it waits for, of a semaphore whose permits it waits for. The tracker
 // reads the key on its tracked connection (which makes the server tell it of
 // the key's next change) when the Follow starts and after every change the
-// server tells of, and calls News when the read says a waiter may get in:
+// server tells of, and calls News when the read says a waiter may get in,
+// with when the tracker heard of the change (or the Follow started):
 //   - Count false (a lock's hash, an election's record, a latch): the key is
 //     gone, whoever deleted it: an unlock, an operator's DEL, a flush, an
 //     eviction, its lease running out, a restart that lost it;
@@ -26,7 +27,7 @@ import (
 type Follow struct {
 	Key   string
 	Count bool
-	News  func(n int64)
+	News  func(at time.Time, n int64)
 }
 
 // Follow starts following f; stop ends it. Without tracking (Options.Track
@@ -39,7 +40,7 @@ func (w *Watchdog) Follow(f *Follow) (stop func()) {
 	}
 	t.mu.Lock()
 	t.follows[f.Key] = append(t.follows[f.Key], f)
-	t.unread[f.Key] = struct{}{}
+	t.mark(f.Key, time.Now())
 	t.mu.Unlock()
 	t.wake()
 	return func() {
@@ -63,31 +64,46 @@ func (w *Watchdog) Follow(f *Follow) (stop func()) {
 // followed marks the followed keys among keys (every one when keys is nil)
 // to be read. t.mu is held.
 func (t *tracker) followed(keys []string) {
+	now := time.Now()
 	if keys == nil {
 		for k := range t.follows {
-			t.unread[k] = struct{}{}
+			t.mark(k, now)
 		}
 		return
 	}
 	for _, k := range keys {
 		if _, ok := t.follows[k]; ok {
-			t.unread[k] = struct{}{}
+			t.mark(k, now)
 		}
 	}
 }
 
-// takeUnread takes the followed keys to read, each with whether it is a
-// count.
-func (t *tracker) takeUnread() map[string]bool {
+// mark records that key is to be read for news heard at at, unless it is
+// already, for earlier news. t.mu is held.
+func (t *tracker) mark(key string, at time.Time) {
+	if _, ok := t.unread[key]; !ok {
+		t.unread[key] = at
+	}
+}
+
+// unread is a followed key to read: whether it is a count, and when its news
+// came.
+type unread struct {
+	count bool
+	at    time.Time
+}
+
+// takeUnread takes the followed keys to read.
+func (t *tracker) takeUnread() map[string]unread {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.unread) == 0 {
 		return nil
 	}
-	out := make(map[string]bool, len(t.unread))
-	for k := range t.unread {
+	out := make(map[string]unread, len(t.unread))
+	for k, at := range t.unread {
 		if fs := t.follows[k]; len(fs) > 0 {
-			out[k] = fs[0].Count
+			out[k] = unread{count: fs[0].Count, at: at}
 		}
 	}
 	clear(t.unread)
@@ -97,7 +113,7 @@ func (t *tracker) takeUnread() map[string]bool {
 // readFollowed reads keys, node by node, on the tracked connections, and
 // tells the news. A read that did not reach its node is tried again after
 // retryPause.
-func (t *tracker) readFollowed(keys map[string]bool) {
+func (t *tracker) readFollowed(keys map[string]unread) {
 	ctx, cancel := context.WithTimeout(t.w.ctx, t.w.opts.Interval)
 	defer cancel()
 	byNode := make(map[*node][]string)
@@ -111,7 +127,7 @@ func (t *tracker) readFollowed(keys map[string]bool) {
 			time.AfterFunc(retryPause, func() {
 				t.mu.Lock()
 				for _, k := range ks {
-					t.unread[k] = struct{}{}
+					t.mark(k, keys[k].at)
 				}
 				t.mu.Unlock()
 				t.wake()
@@ -122,11 +138,11 @@ func (t *tracker) readFollowed(keys map[string]bool) {
 
 // readNode reads ks on n in one pipelined round trip (EXISTS, or GET for a
 // count; reads the server tracks) and tells the news of each.
-func (t *tracker) readNode(ctx context.Context, n *node, ks []string, count map[string]bool) error {
+func (t *tracker) readNode(ctx context.Context, n *node, ks []string, keys map[string]unread) error {
 	pipe := n.reader.Pipeline()
 	cmds := make([]redis.Cmder, len(ks))
 	for i, k := range ks {
-		if count[k] {
+		if keys[k].count {
 			cmds[i] = pipe.Get(ctx, k)
 		} else {
 			cmds[i] = pipe.Exists(ctx, k)
@@ -137,7 +153,7 @@ func (t *tracker) readNode(ctx context.Context, n *node, ks []string, count map[
 	}
 	for i, k := range ks {
 		if v, ok := newsOf(cmds[i]); ok {
-			t.tell(k, v)
+			t.tell(k, keys[k].at, v)
 		}
 	}
 	return nil
@@ -156,11 +172,11 @@ func newsOf(cmd redis.Cmder) (int64, bool) {
 }
 
 // tell calls the News of every Follow of key.
-func (t *tracker) tell(key string, n int64) {
+func (t *tracker) tell(key string, at time.Time, n int64) {
 	t.mu.Lock()
 	fs := append([]*Follow(nil), t.follows[key]...)
 	t.mu.Unlock()
 	for _, f := range fs {
-		f.News(n)
+		f.News(at, n)
 	}
 }

@@ -19,13 +19,13 @@ import (
 // that asked for them to be redirected (CLIENT TRACKING ... REDIRECT).
 const invalidateChannel = "__redis__:invalidate"
 
-// The client names (CLIENT SETNAME, when the server allows it) of the
-// tracker's connections to each node, as CLIENT LIST shows them:
-// ReaderName's reads are tracked, NewsName is subscribed to
-// __redis__:invalidate.
+// The roles of the tracker's connections to each node, which end their
+// client names (CLIENT SETNAME, when the server allows it: Options.Name, a
+// colon, the role), as CLIENT LIST shows them: ReaderRole's reads are
+// tracked, NewsRole's connection is subscribed to __redis__:invalidate.
 const (
-	ReaderName = "holdfast-tracking"
-	NewsName   = "holdfast-invalidations"
+	ReaderRole = "tracking"
+	NewsRole   = "invalidations"
 )
 
 // staleAfter is how often a node's listener wakes, when nothing comes, to
@@ -78,7 +78,7 @@ func newNode(t *tracker, addr string, opts *redis.Options) *node {
 	ro.PoolSize, ro.MinIdleConns, ro.MaxIdleConns, ro.MaxActiveConns = 1, 0, 1, 1
 	ro.PipelinePoolSize = -1 // the checks' pipelines on that one tracked connection
 	ro.ConnMaxIdleTime = -1
-	ro.OnConnect = connected(opts.OnConnect, ReaderName, n.readerConnected)
+	ro.OnConnect = connected(opts.OnConnect, t.w.opts.Name+":"+ReaderRole, n.readerConnected)
 	if dial := opts.Dialer; addr == sentinelAddr && dial != nil {
 		ro.Dialer = func(ctx context.Context, network, a string) (net.Conn, error) {
 			cn, err := dial(ctx, network, a)
@@ -90,7 +90,7 @@ func newNode(t *tracker, addr string, opts *redis.Options) *node {
 		}
 	}
 	no.PoolSize, no.MinIdleConns, no.MaxIdleConns, no.Protocol = 1, 0, 1, 2
-	no.OnConnect = connected(opts.OnConnect, NewsName, n.newsConnected)
+	no.OnConnect = connected(opts.OnConnect, t.w.opts.Name+":"+NewsRole, n.newsConnected)
 	n.reader, n.news = redis.NewClient(&ro), redis.NewClient(&no)
 	t.listeners.Go(n.listen)
 	return n
@@ -310,7 +310,7 @@ func (n *node) setMode(err error) {
 	if old := n.mode.Swap(mode); old == mode {
 		return
 	}
-	if mode == modeRefused && n.t.log != nil {
+	if mode == modeRefused && n.t.log != nil && !n.t.w.opts.QuietRefused {
 		n.t.log.Warn(observe.EventTracking, observe.AttrNode, n.addr, observe.AttrTracking, om.String(), "error", err)
 	}
 	if n.t.obs != nil {

@@ -75,7 +75,7 @@ type tracker struct {
 	retried []*Hold              // holds whose look did not reach the server
 	retryAt time.Time            // when to look at them again
 	follows map[string][]*Follow // waiters' keys (follow.go)
-	unread  map[string]struct{}  // followed keys to read: new, or changed
+	unread  map[string]time.Time // followed keys to read (new, or changed), by when the news came
 
 	poke      chan struct{}
 	done      chan struct{}  // closed when the checker returns
@@ -92,7 +92,7 @@ func newTracker(w *Watchdog, rdb redis.UniversalClient) *tracker {
 	}
 	t := &tracker{w: w, rdb: rdb, log: w.opts.Logger, obs: w.opts.Tracking, delay: w.opts.TrackDelay,
 		nodes: make(map[string]*node), dirty: make(map[string]struct{}), poke: make(chan struct{}, 1),
-		done: make(chan struct{}), follows: make(map[string][]*Follow), unread: make(map[string]struct{})}
+		done: make(chan struct{}), follows: make(map[string][]*Follow), unread: make(map[string]time.Time)}
 	t.gap = t.delay
 	go t.run()
 	return t
