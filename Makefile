@@ -23,7 +23,13 @@ BENCH_OUT ?= $(CURDIR)/bench/out
 GOFILES = $(shell find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*')
 
 .DEFAULT_GOAL := test
-.PHONY: test lint fmt-check vet vet-containers test-root test-integration test-otel setup servers test-servers release-check bench bench-semaphore bench-loss bench-scale cycle-compare bench-docs soak chaos partition fuzz
+## wake-table: how soon a waiting call of another client returns after a hold ends from outside
+## (DEL, a count set by hand), per kind: p50/p99 over 50 rounds, and without client tracking for
+## comparison (about 40 s).
+wake-table: setup
+	cd integration && $(GO) test -count=1 -run '^$$' -bench OutsideEnd -benchtime 1x .
+
+.PHONY: wake-table test lint fmt-check vet vet-containers test-root test-integration test-otel setup servers test-servers release-check bench bench-semaphore bench-loss bench-scale cycle-compare bench-docs soak chaos partition fuzz
 
 ## test: the CI test command: setup (installs redis-server when missing), lint, then race
 ## tests of both modules. One command on a fresh clone; setup is quick and silent but for
