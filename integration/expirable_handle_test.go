@@ -48,7 +48,7 @@ func TestExpirableUpdateLeaseMovesHandle(t *testing.T) {
 	admin, s, name := expNew(t, 3)
 	ctx := testCtx(t, 30*time.Second)
 
-	long, err := s.TryAcquire(ctx, 1, rlock.WithPermitLease(10*time.Second))
+	long, err := s.TryAcquire(ctx, 1, rlock.WithLeaseTime(10*time.Second))
 	require.NoError(t, err)
 	updated := time.Now()
 	ok, err := s.UpdateLease(ctx, long.IDs()[0], 300*time.Millisecond)
@@ -56,7 +56,7 @@ func TestExpirableUpdateLeaseMovesHandle(t *testing.T) {
 	require.True(t, ok)
 	expEnds(t, long, updated, 3*time.Second, rlock.ErrPermitLost, "a 10 s lease cut to 300 ms")
 
-	short, err := s.TryAcquire(ctx, 1, rlock.WithPermitLease(300*time.Millisecond))
+	short, err := s.TryAcquire(ctx, 1, rlock.WithLeaseTime(300*time.Millisecond))
 	require.NoError(t, err)
 	ok, err = s.UpdateLease(ctx, short.IDs()[0], 10*time.Second)
 	require.NoError(t, err)

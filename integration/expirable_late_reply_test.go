@@ -90,10 +90,10 @@ func TestExpirableLateReplyNeverGrantsAnExpiredPermit(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		client []rlock.ClientOption
-		permit []rlock.PermitOption
+		permit []rlock.AcquireOption
 	}{
 		{"watchdog lease", []rlock.ClientOption{rlock.WithWatchdogTimeout(lease)}, nil},
-		{"fixed lease", nil, []rlock.PermitOption{rlock.WithPermitLease(lease)}},
+		{"fixed lease", nil, []rlock.AcquireOption{rlock.WithLeaseTime(lease)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.Shared(t)
@@ -142,7 +142,7 @@ func TestExpirableLateReplyNeverGrantsAnExpiredPermit(t *testing.T) {
 			tick := time.NewTicker(10 * time.Millisecond)
 			defer tick.Stop()
 			for deadline := time.Now().Add(2 * lease); time.Now().Before(deadline); <-tick.C {
-				q, err := sB.TryAcquire(ctx, 1, rlock.WithPermitLease(lease))
+				q, err := sB.TryAcquire(ctx, 1, rlock.WithLeaseTime(lease))
 				if errors.Is(err, rlock.ErrNotAcquired) {
 					continue
 				}
@@ -152,7 +152,7 @@ func TestExpirableLateReplyNeverGrantsAnExpiredPermit(t *testing.T) {
 				break
 			}
 			t.Logf("A's handle at the end: %v", p.Err())
-			total, err := sB.Permits(ctx)
+			total, err := sB.TotalPermits(ctx)
 			require.NoError(t, err)
 			require.EqualValues(t, 1, total, "available plus acquired: no permit lost or made")
 		})

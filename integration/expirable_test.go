@@ -54,7 +54,7 @@ func expRandomID() string {
 // they are still in the zset, not reclaimed.
 func expExpired(t *testing.T, ctx context.Context, admin *redis.Client, s *rlock.ExpirableSemaphore, n int64) []string {
 	t.Helper()
-	p, err := s.TryAcquire(ctx, n, rlock.WithPermitLease(expShortLease))
+	p, err := s.TryAcquire(ctx, n, rlock.WithLeaseTime(expShortLease))
 	require.NoError(t, err)
 	ids := p.IDs()
 	require.Len(t, ids, int(n))
@@ -139,7 +139,7 @@ func TestExpirableInvalidArguments(t *testing.T) {
 		for _, n := range []int64{0, -1, -7} {
 			syncRequireInvalid(t, errOf(s.Acquire(ctx, n)), "Acquire")
 			syncRequireInvalid(t, errOf(s.TryAcquire(ctx, n)), "TryAcquire")
-			syncRequireInvalid(t, errOf(s.TryAcquire(ctx, n, rlock.WithWaitTime(time.Second), rlock.WithPermitLease(time.Second))),
+			syncRequireInvalid(t, errOf(s.TryAcquire(ctx, n, rlock.WithWaitTime(time.Second), rlock.WithLeaseTime(time.Second))),
 				"TryAcquire with wait and lease")
 		}
 		syncRequireInvalid(t, errOf(s.TrySetPermits(ctx, -1)), "TrySetPermits(-1)")
@@ -151,11 +151,11 @@ func TestExpirableInvalidArguments(t *testing.T) {
 			syncRequireInvalid(t, errOf(s.LeaseTime(ctx, bad)), "LeaseTime("+bad+")")
 			syncRequireInvalid(t, errOf(s.UpdateLease(ctx, bad, time.Second)), "UpdateLease("+bad+")")
 		}
-		syncRequireInvalid(t, errOf(s.TryAcquire(ctx, 1, rlock.WithPermitLease(-2*time.Second))), "TryAcquire with a negative lease")
-		syncRequireInvalid(t, errOf(s.Acquire(ctx, 1, rlock.WithPermitLease(-2*time.Second))), "Acquire with a negative lease")
-		syncRequireInvalid(t, errOf(s.UpdateLease(ctx, expRandomID(), -2*time.Second)), "UpdateLease with a negative lease other than NoLease")
+		syncRequireInvalid(t, errOf(s.TryAcquire(ctx, 1, rlock.WithLeaseTime(-2*time.Second))), "TryAcquire with a negative lease")
+		syncRequireInvalid(t, errOf(s.Acquire(ctx, 1, rlock.WithLeaseTime(-2*time.Second))), "Acquire with a negative lease")
+		syncRequireInvalid(t, errOf(s.UpdateLease(ctx, expRandomID(), -2*time.Second)), "UpdateLease with a negative lease other than NoExpiry")
 		syncRequireInvalid(t, errOf(s.TryAcquire(ctx, 1, rlock.WithWaitTime(-time.Second))), "TryAcquire with a negative wait")
-		syncRequireInvalid(t, errOf(c.NewExpirableSemaphore("").Permits(ctx)), "empty name")
+		syncRequireInvalid(t, errOf(c.NewExpirableSemaphore("").TotalPermits(ctx)), "empty name")
 	})
 }
 
@@ -229,8 +229,8 @@ func TestExpirableReclaim(t *testing.T) {
 		{"AcquiredPermits", func(t *testing.T, ctx context.Context, s *rlock.ExpirableSemaphore, _ *rlock.Permits) {
 			answer(s.AcquiredPermits(ctx)).is(t, 2)
 		}},
-		{"Permits", func(t *testing.T, ctx context.Context, s *rlock.ExpirableSemaphore, _ *rlock.Permits) {
-			answer(s.Permits(ctx)).is(t, 4)
+		{"TotalPermits", func(t *testing.T, ctx context.Context, s *rlock.ExpirableSemaphore, _ *rlock.Permits) {
+			answer(s.TotalPermits(ctx)).is(t, 4)
 		}},
 		{"UpdateLease", func(t *testing.T, ctx context.Context, s *rlock.ExpirableSemaphore, live *rlock.Permits) {
 			answer(s.UpdateLease(ctx, live.IDs()[0], time.Hour)).is(t, true)
@@ -390,14 +390,14 @@ func TestExpirableWrongType(t *testing.T) {
 		return []syncCall{
 			{"TryAcquire", func() error { return errOf(s.TryAcquire(ctx, 1)) }},
 			{"TryAcquire with wait", func() error { return errOf(s.TryAcquire(ctx, 2, rlock.WithWaitTime(5*time.Second))) }},
-			{"Acquire", func() error { return errOf(s.Acquire(ctx, 1, rlock.WithPermitLease(time.Minute))) }},
+			{"Acquire", func() error { return errOf(s.Acquire(ctx, 1, rlock.WithLeaseTime(time.Minute))) }},
 			{"Release one", func() error { return s.Release(ctx, id) }},
 			{"Release several", func() error { return s.Release(ctx, id, expRandomID()) }},
 			{"UpdateLease", func() error { return errOf(s.UpdateLease(ctx, id, time.Minute)) }},
 			{"LeaseTime", func() error { return errOf(s.LeaseTime(ctx, id)) }},
 			{"AvailablePermits", func() error { return errOf(s.AvailablePermits(ctx)) }},
 			{"AcquiredPermits", func() error { return errOf(s.AcquiredPermits(ctx)) }},
-			{"Permits", func() error { return errOf(s.Permits(ctx)) }},
+			{"TotalPermits", func() error { return errOf(s.TotalPermits(ctx)) }},
 			{"SetPermits", func() error { return s.SetPermits(ctx, 3) }},
 			{"TrySetPermits", func() error { return errOf(s.TrySetPermits(ctx, 3)) }},
 			{"AddPermits", func() error { return s.AddPermits(ctx, 1) }},
@@ -420,7 +420,7 @@ func TestExpirablePermitsHandleEnds(t *testing.T) {
 
 	// start returns a semaphore of 3 permits, in a client with a 1 s watchdog,
 	// and a handle of one of them taken with opts.
-	start := func(t *testing.T, c *rlock.Client, opts ...rlock.TryPermitOption) (*rlock.ExpirableSemaphore, *rlock.Permits, string) {
+	start := func(t *testing.T, c *rlock.Client, opts ...rlock.TryOption) (*rlock.ExpirableSemaphore, *rlock.Permits, string) {
 		t.Helper()
 		name := redistest.Name(t)
 		s := expSemaphore(t, admin, c, name, 3)
@@ -433,7 +433,7 @@ func TestExpirablePermitsHandleEnds(t *testing.T) {
 		c := newClient(t, srv.Client(t), rlock.WithWatchdogTimeout(watchdog))
 		const lease = 300 * time.Millisecond
 		taken := time.Now()
-		_, p, name := start(t, c, rlock.WithPermitLease(lease))
+		_, p, name := start(t, c, rlock.WithLeaseTime(lease))
 		expEnds(t, p, taken, lease+2*time.Second, rlock.ErrPermitLost, "fixed lease ran out")
 		require.GreaterOrEqual(t, time.Since(taken), lease-20*time.Millisecond, "not before the lease's end")
 		// The lost handle's Release still gives the expired permit back (as

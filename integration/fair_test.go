@@ -181,7 +181,7 @@ func fairFIFOAcrossProcesses(t *testing.T, lease time.Duration, giveUp int) {
 		ids[i] = strings.TrimPrefix(w.Expect(t, "READY ", 60*time.Second), "READY ")
 	}
 
-	var opts []rlock.LockOption
+	var opts []rlock.AcquireOption
 	if lease > 0 {
 		opts = append(opts, rlock.WithLeaseTime(lease))
 	}
@@ -427,7 +427,7 @@ func TestFairMutexTryLockAndReentrancy(t *testing.T) {
 		require.NoError(t, err)
 		const wait = 1500 * time.Millisecond
 		start := time.Now()
-		got := fairGo[rlock.TryLockOption](ctx, other.NewFairMutex(name).TryLock, rlock.WithWaitTime(wait))
+		got := fairGo[rlock.TryOption](ctx, other.NewFairMutex(name).TryLock, rlock.WithWaitTime(wait))
 		q := fairAwaitQueue(t, rdb, name, 1)
 		require.True(t, strings.HasPrefix(q[0], other.ID()+":"))
 		// Its allowance is its wait time: deadline = holder's PTTL + wait.
@@ -577,7 +577,7 @@ func TestFairMutexWakeUps(t *testing.T) {
 					wc = newClient(t, srv.Client(t))
 				}
 				owner := rlock.WithOwner(ctx)
-				var opts []rlock.LockOption
+				var opts []rlock.AcquireOption
 				if end == "LeaseExpiry" {
 					opts = append(opts, rlock.WithLeaseTime(lease))
 				}
@@ -691,7 +691,7 @@ func TestFairMutexClosedClientLeavesQueue(t *testing.T) {
 	require.NoError(t, err)
 	w1 := fairGo(ctx, wc.NewFairMutex(name).Lock)
 	fairAwaitQueue(t, rdb, name, 1)
-	w2 := fairGo[rlock.TryLockOption](ctx, wc.NewFairMutex(name).TryLock, rlock.WithWaitTime(time.Minute))
+	w2 := fairGo[rlock.TryOption](ctx, wc.NewFairMutex(name).TryLock, rlock.WithWaitTime(time.Minute))
 	q := fairAwaitQueue(t, rdb, name, 2)
 	fairAwaitSubscribed(t, fairNumSub(rdb), name, q[1])
 	require.NoError(t, wc.Close())
@@ -796,7 +796,7 @@ func TestFairMutexLaterHoldEndsSilently(t *testing.T) {
 			}
 			p, err := pc.NewFairMutex(name).Lock(ctx) // watchdog lease: PTTL 30 s
 			require.NoError(t, err)
-			var opts []rlock.LockOption
+			var opts []rlock.AcquireOption
 			if !tc.del {
 				opts = append(opts, rlock.WithLeaseTime(lease))
 			}
@@ -1278,7 +1278,7 @@ func fairClusterFIFO(t *testing.T, cl *redistest.Cluster) {
 	fields := make([]string, waiters)
 	for k := range waiters {
 		m := cs[k%2].NewFairMutex(name)
-		results[k] = fairGo(ctx, func(ctx context.Context, opts ...rlock.LockOption) (*rlock.Lease, error) {
+		results[k] = fairGo(ctx, func(ctx context.Context, opts ...rlock.AcquireOption) (*rlock.Lease, error) {
 			l, err := m.Lock(ctx, opts...)
 			if err == nil {
 				mu.Lock()

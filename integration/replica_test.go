@@ -118,7 +118,7 @@ func replicaRound(t *testing.T, acks bool) (double, refused bool) {
 
 // TestReplicaAcksHealthy: with a replica in sync, acquisitions and releases that
 // ask for its acknowledgement succeed, each in one round trip (the script and
-// WAIT are pipelined); a per-call WithAcks asking for more replicas than exist
+// WAIT are pipelined); a per-call WithLockReplicaAcks asking for more replicas than exist
 // is refused after its timeout and leaves nothing held.
 func TestReplicaAcksHealthy(t *testing.T) {
 	ctx := testCtx(t, 30*time.Second)
@@ -145,7 +145,7 @@ func TestReplicaAcksHealthy(t *testing.T) {
 		require.NoError(t, l.Unlock(ctx))
 	}
 	require.EqualValues(t, 20, rt.n.Load(), "one round trip per acquisition and per release")
-	_, err = m.TryLock(ctx, rlock.WithAcks(2, 100*time.Millisecond))
+	_, err = m.TryLock(ctx, rlock.WithLockReplicaAcks(2, 100*time.Millisecond))
 	require.ErrorIs(t, err, rlock.ErrNotReplicated)
 	require.Empty(t, holders(t, rdb, name), "the refused acquisition was undone")
 }

@@ -53,7 +53,7 @@ func rwWakeCase(t *testing.T, holderSide, waiterSide func(*rlock.RWMutex) rlock.
 		waiterClient = newClient(t, rdb)
 	}
 	ctx := testCtx(t, 20*time.Second)
-	var opts []rlock.LockOption
+	var opts []rlock.AcquireOption
 	if end == "LeaseExpiry" {
 		opts = append(opts, rlock.WithLeaseTime(700*time.Millisecond))
 	}

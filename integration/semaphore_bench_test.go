@@ -29,7 +29,7 @@ func semCycles(tb testing.TB, rdb *redis.Client, c *rlock.Client) []semCycle {
 	require.NoError(tb, errOf(sem.TrySetPermits(ctx, 4, 0)))
 	pes := c.NewExpirableSemaphore(name + ":pes")
 	require.NoError(tb, errOf(pes.TrySetPermits(ctx, 4)))
-	pesCycle := func(opts ...rlock.PermitOption) func(context.Context) error {
+	pesCycle := func(opts ...rlock.AcquireOption) func(context.Context) error {
 		return func(ctx context.Context) error {
 			p, err := pes.Acquire(ctx, 1, opts...)
 			if err != nil {
@@ -47,7 +47,7 @@ func semCycles(tb testing.TB, rdb *redis.Client, c *rlock.Client) []semCycle {
 			}
 			return sem.Release(ctx, 1)
 		}},
-		{"ExpirableFixedLease", pesCycle(rlock.WithPermitLease(10 * time.Second))},
+		{"ExpirableFixedLease", pesCycle(rlock.WithLeaseTime(10 * time.Second))},
 		{"ExpirableWatchdog", pesCycle()},
 	}
 }

@@ -620,7 +620,7 @@ func TestSemaphoreNotAcquiredSaysWhy(t *testing.T) {
 	require.ErrorIs(t, err, rlock.ErrInvalidArgument)
 	require.Contains(t, err.Error(), "negative time to live -1s")
 	require.NotContains(t, err.Error(), "permits")
-	_, err = c.NewExpirableSemaphore(redistest.Name(t)).TryAcquire(ctx, 1, rlock.WithPermitLease(-time.Second))
+	_, err = c.NewExpirableSemaphore(redistest.Name(t)).TryAcquire(ctx, 1, rlock.WithLeaseTime(-time.Second))
 	require.ErrorIs(t, err, rlock.ErrInvalidArgument)
 	require.Contains(t, err.Error(), "negative lease -1s")
 	require.NotContains(t, err.Error(), "wait time")

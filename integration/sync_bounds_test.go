@@ -26,7 +26,7 @@ func TestSyncWaitBoundedByFixedLease(t *testing.T) {
 			s := expSemaphore(t, admin, holder, name, 1)
 
 			const lease = 700 * time.Millisecond
-			held := answer(s.Acquire(ctx, 1, rlock.WithPermitLease(lease))).value(t)
+			held := answer(s.Acquire(ctx, 1, rlock.WithLeaseTime(lease))).value(t)
 			taken := time.Now()
 
 			got := syncGo(func() (*rlock.Permits, error) { return waiter.NewExpirableSemaphore(name).Acquire(ctx, 1) })

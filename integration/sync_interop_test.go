@@ -383,7 +383,7 @@ func permitCounts(t *testing.T, ctx context.Context, env syncEnv, es *rlock.Expi
 	t.Helper()
 	answer(es.AvailablePermits(ctx)).is(t, available, "Go available")
 	answer(es.AcquiredPermits(ctx)).is(t, acquired, "Go acquired")
-	answer(es.Permits(ctx)).is(t, total, "Go total")
+	answer(es.TotalPermits(ctx)).is(t, total, "Go total")
 	answer(env.java.pesAvailable(ctx, env.name)).is(t, available, "Java availablePermits")
 	answer(env.java.pesAcquired(ctx, env.name)).is(t, acquired, "Java acquiredPermits")
 	answer(env.java.pesGetPermits(ctx, env.name)).is(t, total, "Java getPermits")
@@ -484,7 +484,7 @@ func interopPermitJavaIDsReleasedByGo(t *testing.T, env syncEnv) {
 	answer(java.pesTryAcquire(ctx, name, 0, a)).is(t, javaAcquired) // no lease
 	answer(java.pesTryAcquire(ctx, name, time.Minute, b)).is(t, javaAcquired)
 
-	answer(es.LeaseTime(ctx, idHex(a))).is(t, rlock.NoLease, "Java's sentinel score is no lease")
+	answer(es.LeaseTime(ctx, idHex(a))).is(t, rlock.NoExpiry, "Java's sentinel score is no lease")
 	lease := answer(es.LeaseTime(ctx, strings.ToUpper(idHex(b)))).value(t)
 	require.Greater(t, lease, 50*time.Second)
 	require.LessOrEqual(t, lease, time.Minute)
@@ -507,7 +507,7 @@ func interopPermitJavaIDsReleasedByGo(t *testing.T, env syncEnv) {
 	answer(java.pesTryAcquire(ctx, name, 0, c)).is(t, javaAcquired, "the Java waiter acquires the permit Go released")
 
 	// Go re-leases Java's permit b; Java reads the sentinel and the new lease.
-	answer(es.UpdateLease(ctx, idHex(b), rlock.NoLease)).is(t, true)
+	answer(es.UpdateLease(ctx, idHex(b), rlock.NoExpiry)).is(t, true)
 	answer(java.pesGetLeaseTime(ctx, name, b)).is(t, -1, "Go stored the no-lease sentinel as Java's exact text "+javaNoLease)
 	answer(es.UpdateLease(ctx, idHex(b), 45*time.Second)).is(t, true)
 	jl := answer(java.pesGetLeaseTime(ctx, name, b)).value(t)
@@ -541,7 +541,7 @@ func TestInteropPermitReclaim(t *testing.T) {
 	// Long enough for the Java peer to see the permit held first.
 	const lease = time.Second
 	before := javaNow()
-	p := answer(es.TryAcquire(ctx, 1, rlock.WithPermitLease(lease))).value(t)
+	p := answer(es.TryAcquire(ctx, 1, rlock.WithLeaseTime(lease))).value(t)
 	after := javaNow()
 	goID := p.IDs()[0]
 	score, held := zscore(t, env, javaID(t, goID))
@@ -560,7 +560,7 @@ func TestInteropPermitReclaim(t *testing.T) {
 	require.ErrorIs(t, errOf(es.LeaseTime(ctx, goID)), rlock.ErrNoSuchPermit)
 	require.ErrorIs(t, p.Release(ctx), rlock.ErrNoSuchPermit, "Java reclaimed it: nothing to give back")
 	permitCounts(t, ctx, env, es, 0, 1, 1)
-	answer(es.LeaseTime(ctx, idHex(k))).is(t, rlock.NoLease)
+	answer(es.LeaseTime(ctx, idHex(k))).is(t, rlock.NoExpiry)
 
 	// Go's availablePermits reclaims Java's expired permit.
 	answer(java.pesTryRelease(ctx, name, k)).is(t, true)

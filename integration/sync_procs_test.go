@@ -163,7 +163,7 @@ func TestSyncCountsAcrossProcesses(t *testing.T) {
 	t.Logf("%d processes x %d acquire/release cycles x 2 kinds in %v", procs, rounds, time.Since(begin).Round(time.Millisecond))
 	p.requireIntact(t, syncPermits)
 	pes := p.c.NewExpirableSemaphore(p.base + ":pes")
-	answer(pes.Permits(p.ctx)).is(t, syncPermits)
+	answer(pes.TotalPermits(p.ctx)).is(t, syncPermits)
 	answer(pes.AcquiredPermits(p.ctx)).is(t, 0)
 }
 

@@ -95,7 +95,7 @@ var (
 	OpAddPermits       = newOp("add_permits", "AddPermits")
 	OpAvailablePermits = newOp("available_permits", "AvailablePermits")
 	OpAcquiredPermits  = newOp("acquired_permits", "AcquiredPermits")
-	OpPermits          = newOp("permits", "Permits") // ExpirableSemaphore.Permits
+	OpTotalPermits     = newOp("total_permits", "TotalPermits") // ExpirableSemaphore.TotalPermits
 	OpDrainPermits     = newOp("drain_permits", "DrainPermits")
 	OpUpdateLease      = newOp("update_lease", "UpdateLease")
 	OpLeaseTime        = newOp("lease_time", "LeaseTime")

@@ -355,7 +355,7 @@ func (e *lockEntry) subscribed(s subscription) (use subscription, spare bool) {
 // successor picks the waiter a final release may hand the lock to, the head,
 // and marks the hand-off in flight; nil when there is none, the head is
 // attempting or holds the lock already, or wants replica acknowledgements
-// (WithAcks): a hand-off is covered by the releaser's WAIT only, and the
+// (WithLockReplicaAcks): a hand-off is covered by the releaser's WAIT only, and the
 // head's own acquisition waits for them.
 func (e *lockEntry) successor() *waiter {
 	if len(e.queue) == 0 || e.attempting || e.handing != nil {

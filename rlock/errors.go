@@ -54,11 +54,12 @@ var (
 	// read leases first, or take the write side from the start.
 	ErrUpgrade = errors.New("rlock: cannot take the write lock while holding the read lock")
 
-	// ErrNotReplicated: fewer replicas than required (WithReplicaAcks, WithAcks)
-	// acknowledged an acquisition or a release in time. An acquisition is undone
-	// before the error is returned; a release is not (it cannot be): the lease
-	// ends, but after a failover to a replica that missed the release the lock may
-	// still be held by the owner until its lease runs out. The error is a
+	// ErrNotReplicated: fewer replicas than required (WithReplicaAcks,
+	// WithLockReplicaAcks) acknowledged an acquisition or a release in time.
+	// An acquisition is undone before the error is returned; a release is not
+	// (it cannot be): the lease ends, but after a failover to a replica that
+	// missed the release the lock may still be held by the owner until its
+	// lease runs out. The error is a
 	// *NotReplicatedError, which says how many replicas acknowledged.
 	ErrNotReplicated = errors.New("rlock: not replicated")
 

@@ -94,7 +94,7 @@ func ExampleSemaphore_TryAcquire() {
 }
 
 // An ExpirableSemaphore's permits have ids and leases (Redisson's
-// RPermitExpirableSemaphore). A permit taken without WithPermitLease is kept
+// RPermitExpirableSemaphore). A permit taken without WithLeaseTime is kept
 // by the watchdog while its Permits handle is held, so a process that dies
 // gives it back within the watchdog timeout; one with a fixed lease expires
 // after it unless released first.
@@ -113,7 +113,7 @@ func ExampleExpirableSemaphore() {
 	}
 	fmt.Printf("%d permit, id of %d hex digits\n", len(p.IDs()), len(p.IDs()[0]))
 
-	batch, err := workers.Acquire(ctx, 2, rlock.WithPermitLease(time.Minute)) // a fixed lease
+	batch, err := workers.Acquire(ctx, 2, rlock.WithLeaseTime(time.Minute)) // a fixed lease
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -17,10 +17,10 @@ import (
 // permits available, the sorted set "{name}:timeout" the permits acquired,
 // each with its expiry. An expired permit goes back to the pool when a call
 // that reclaims runs (TryAcquire, Acquire, AvailablePermits, AcquiredPermits,
-// Permits, UpdateLease, LeaseTime, and Release of several ids), exactly where
+// TotalPermits, UpdateLease, LeaseTime, and Release of several ids), exactly where
 // Redisson reclaims; nothing runs in the background.
 //
-// Beyond Redisson, a permit taken without WithPermitLease has a watchdog lease:
+// Beyond Redisson, a permit taken without WithLeaseTime has a watchdog lease:
 // the client's watchdog renews it while the Permits handle is held, so the
 // permit of a process that dies returns within the watchdog timeout instead of
 // never (Redisson's permits without a lease never expire). Its handle tells
@@ -51,79 +51,56 @@ func (c *Client) NewExpirableSemaphore(name string) *ExpirableSemaphore {
 // Name returns the semaphore's name.
 func (s *ExpirableSemaphore) Name() string { return s.o.name }
 
-// NoLease is the lease of a permit that never expires: LeaseTime returns it,
-// UpdateLease takes it (Redisson's -1).
-const NoLease time.Duration = -1
-
-// PermitOption configures an ExpirableSemaphore's Acquire: WithPermitLease.
-// Every PermitOption is also a TryPermitOption.
-type PermitOption func(*permitOptions)
-
-// TryPermitOption configures an ExpirableSemaphore's TryAcquire: any
-// PermitOption, and WithWaitTime.
-type TryPermitOption interface{ applyTryPermit(*permitOptions) }
-
-func (f PermitOption) applyTryPermit(o *permitOptions) { f(o) }
-func (d WaitTime) applyTryPermit(o *permitOptions)     { o.wait = time.Duration(d) }
-
 type permitOptions struct {
 	lease time.Duration // 0: watchdog
 	wait  time.Duration // TryAcquire only
 }
 
-// WithPermitLease gives the permits a fixed lease: they expire d after they
-// were taken unless released first, and the watchdog does not renew them
-// (Redisson's leaseTime). Zero, the default, means a watchdog lease.
-func WithPermitLease(d time.Duration) PermitOption {
-	return func(o *permitOptions) { o.lease = d }
-}
-
 // Acquire takes n permits, waiting until they are available or ctx is done:
 // then it returns an error matching ErrNotAcquired and ctx's error. The
 // permits are held until Permits.Release, or until their lease runs out
-// (WithPermitLease), or while the watchdog renews them. With WithReplicaAcks,
+// (WithLeaseTime), or while the watchdog renews them. With WithReplicaAcks,
 // an acquisition that fewer replicas acknowledged is undone and the call
-// fails with ErrNotReplicated, even while waiting.
-func (s *ExpirableSemaphore) Acquire(ctx context.Context, n int64, opts ...PermitOption) (_ *Permits, err error) {
+// fails with ErrNotReplicated, even while waiting. WithLockReplicaAcks fails
+// with ErrInvalidArgument: a semaphore takes the client's WithReplicaAcks.
+func (s *ExpirableSemaphore) Acquire(ctx context.Context, n int64, opts ...AcquireOption) (_ *Permits, err error) {
 	ctx, ob := s.o.startCall(ctx, observe.OpAcquire)
 	defer ob.endCall(&err)
-	return s.acquire(ctx, n, newPermitOptions(opts), true)
+	o, err := newLockOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	po, err := s.permitOptions(o)
+	if err != nil {
+		return nil, err
+	}
+	return s.acquire(ctx, n, po, true)
 }
 
 // TryAcquire takes n permits if they are available now, or with WithWaitTime
 // as soon as they are within that time; otherwise it returns an error matching
 // ErrNotAcquired, or with WithReplicaAcks ErrNotReplicated (see Acquire).
-func (s *ExpirableSemaphore) TryAcquire(ctx context.Context, n int64, opts ...TryPermitOption) (_ *Permits, err error) {
+func (s *ExpirableSemaphore) TryAcquire(ctx context.Context, n int64, opts ...TryOption) (_ *Permits, err error) {
 	ctx, ob := s.o.startCall(ctx, observe.OpTryAcquire)
 	defer ob.endCall(&err)
-	o := newTryPermitOptions(opts)
-	return s.acquire(ctx, n, o, o.wait > 0)
+	o, err := newTryLockOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	po, err := s.permitOptions(o)
+	if err != nil {
+		return nil, err
+	}
+	return s.acquire(ctx, n, po, po.wait > 0)
 }
 
-// newPermitOptions reads the options of a call of Acquire.
-func newPermitOptions(opts []PermitOption) permitOptions {
-	var o permitOptions
-	if len(opts) > 0 {
-		p := new(permitOptions) // only here: o stays on the stack without options
-		for _, f := range opts {
-			f(p)
-		}
-		o = *p
+// permitOptions returns what the options of an acquisition o say to the
+// semaphore: WithLockReplicaAcks is refused.
+func (s *ExpirableSemaphore) permitOptions(o lockOptions) (permitOptions, error) {
+	if o.acks != nil {
+		return permitOptions{}, fmt.Errorf("%w: semaphore %s: WithLockReplicaAcks is for locks; a semaphore takes the client's WithReplicaAcks", ErrInvalidArgument, quote(s.o.name))
 	}
-	return o
-}
-
-// newTryPermitOptions reads the options of a call of TryAcquire.
-func newTryPermitOptions(opts []TryPermitOption) permitOptions {
-	var o permitOptions
-	if len(opts) > 0 {
-		p := new(permitOptions) // only here: o stays on the stack without options
-		for _, f := range opts {
-			f.applyTryPermit(p)
-		}
-		o = *p
-	}
-	return o
+	return permitOptions{lease: o.leaseTime, wait: o.waitTime}, nil
 }
 
 // MaxPermitsPerCall is the most permits one acquisition of an

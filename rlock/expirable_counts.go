@@ -10,12 +10,12 @@ import (
 	"github.com/holdfast-go/holdfast/observe"
 )
 
-// UpdateLease gives the permit id a new lease from now (NoLease: none), after
-// reclaiming the expired permits, and reports whether the semaphore still held
-// it (Redisson's updateLeaseTime). A permit this client's watchdog renews gets
-// the watchdog's lease back at its next renewal. A Permits handle of this
-// client on the permit follows: a fixed lease ends with the new one, a renewed
-// one no later than it.
+// UpdateLease gives the permit id a new lease from now (NoExpiry: none, the
+// permit never expires), after reclaiming the expired permits, and reports
+// whether the semaphore still held it (Redisson's updateLeaseTime). A permit
+// this client's watchdog renews gets the watchdog's lease back at its next
+// renewal. A Permits handle of this client on the permit follows: a fixed
+// lease ends with the new one, a renewed one no later than it.
 func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease time.Duration) (_ bool, err error) {
 	ctx, ob := s.o.startCall(ctx, observe.OpUpdateLease)
 	defer ob.endCall(&err)
@@ -23,8 +23,8 @@ func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease t
 	if err != nil {
 		return false, err
 	}
-	if lease <= 0 && lease != NoLease {
-		return false, fmt.Errorf("%w: lease %v: give a positive lease, or NoLease", ErrInvalidArgument, lease)
+	if lease <= 0 && lease != NoExpiry {
+		return false, fmt.Errorf("%w: lease %v: give a positive lease, or NoExpiry", ErrInvalidArgument, lease)
 	}
 	sent := time.Now()
 	now := sent.UnixMilli()
@@ -42,12 +42,12 @@ func (s *ExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease t
 	return ok, s.o.wrap(err)
 }
 
-// noDeadline is how far a permit without lease (NoLease) is from its handle's
-// deadline: a century.
+// noDeadline is how far a permit that never expires (NoExpiry) is from its
+// handle's deadline: a century.
 const noDeadline = 100 * 365 * 24 * time.Hour
 
-// LeaseTime returns how long the permit id has left, or NoLease for a permit
-// without lease, after reclaiming the expired permits (Redisson's
+// LeaseTime returns how long the permit id has left, or NoExpiry for a permit
+// that never expires, after reclaiming the expired permits (Redisson's
 // getLeaseTime). A permit the semaphore does not hold gives an error matching
 // ErrNoSuchPermit.
 func (s *ExpirableSemaphore) LeaseTime(ctx context.Context, id string) (_ time.Duration, err error) {
@@ -64,7 +64,7 @@ func (s *ExpirableSemaphore) LeaseTime(ctx context.Context, id string) (_ time.D
 	case !ok:
 		return 0, fmt.Errorf("%w: semaphore %s: permit %s", ErrNoSuchPermit, quote(s.o.name), id)
 	case ms < 0:
-		return NoLease, nil
+		return NoExpiry, nil
 	case ms > math.MaxInt64/int64(time.Millisecond):
 		return math.MaxInt64, nil // an expiry beyond a time.Duration
 	}
@@ -87,11 +87,12 @@ func (s *ExpirableSemaphore) AcquiredPermits(ctx context.Context) (_ int64, err 
 	return s.count(ctx, lua.CountAcquired)
 }
 
-// Permits returns the permits available plus the permits acquired, after
+// TotalPermits returns the permits available plus the permits acquired, after
 // reclaiming the expired ones: 0 for a semaphore that does not exist, whatever
-// permits are still recorded (Redisson's getPermits).
-func (s *ExpirableSemaphore) Permits(ctx context.Context) (_ int64, err error) {
-	ctx, ob := s.o.startCall(ctx, observe.OpPermits)
+// permits are still recorded (Redisson's getPermits; a Semaphore has no
+// total, only AvailablePermits).
+func (s *ExpirableSemaphore) TotalPermits(ctx context.Context) (_ int64, err error) {
+	ctx, ob := s.o.startCall(ctx, observe.OpTotalPermits)
 	defer ob.endCall(&err)
 	return s.count(ctx, lua.CountTotal)
 }

@@ -393,7 +393,7 @@ type lockResult struct {
 
 // lockAsync runs m.Lock(ctx, opts...) in a goroutine; its result arrives on the
 // returned channel.
-func lockAsync(ctx context.Context, m *Mutex, opts ...LockOption) <-chan lockResult {
+func lockAsync(ctx context.Context, m *Mutex, opts ...AcquireOption) <-chan lockResult {
 	ch := make(chan lockResult, 1)
 	go func() {
 		l, err := m.Lock(ctx, opts...)

@@ -185,8 +185,8 @@ func FuzzClientOptions(f *testing.F) {
 }
 
 // FuzzLockOptions: every kind of lock with any name, every Locker method, and
-// TryLock and Lock with WithLeaseTime, WithWaitTime and WithAcks, each present
-// or not, of any value; spin locks with any back-off. Invalid names, negative
+// TryLock and Lock with WithLeaseTime, WithWaitTime and WithLockReplicaAcks,
+// each present or not, of any value; spin locks with any back-off. Invalid names, negative
 // durations and counts, and invalid back-offs give ErrInvalidArgument before
 // any round trip; valid ones reach Redis.
 func FuzzLockOptions(f *testing.F) {
@@ -247,15 +247,15 @@ func FuzzLockOptions(f *testing.F) {
 		badName := name == "" || lua.CheckName(name) != nil
 		bad := badName || badBackoff
 
-		var lockOpts []LockOption
-		var tryOpts []TryLockOption
+		var lockOpts []AcquireOption
+		var tryOpts []TryOption
 		badOpts, badTry := false, false
 		if set&optLease != 0 {
 			lockOpts = append(lockOpts, WithLeaseTime(time.Duration(lease)))
 			badOpts = badOpts || lease < 0
 		}
 		if set&optAcks != 0 {
-			lockOpts = append(lockOpts, WithAcks(replicas, time.Duration(ackTimeout)))
+			lockOpts = append(lockOpts, WithLockReplicaAcks(replicas, time.Duration(ackTimeout)))
 			badOpts = badOpts || replicas < 0 || ackTimeout < 0
 		}
 		for _, o := range lockOpts {
@@ -300,7 +300,7 @@ const maxFuzzPermits = MaxPermitsPerCall
 
 // FuzzSyncOptions: every method of Semaphore, ExpirableSemaphore and
 // CountDownLatch with any name, any counts n, durations d and d2 (the wait,
-// lease and time-to-live options, WithWaitTime and WithPermitLease, each
+// lease and time-to-live options, WithWaitTime and WithLeaseTime, each
 // present or not) and permit ids. Invalid values give ErrInvalidArgument before
 // any round trip; valid ones reach Redis.
 func FuzzSyncOptions(f *testing.F) {
@@ -312,7 +312,7 @@ func FuzzSyncOptions(f *testing.F) {
 	f.Add("latch", uint8(2), uint8(0), int64(0), int64(0), int64(0), id)
 	f.Add("{t}:latch", uint8(2), uint8(0), int64(1), int64(0), int64(0), id)
 	f.Add("a{b", uint8(0), uint8(0), int64(-1), int64(0), int64(0), "")
-	f.Add("sem", uint8(1), uint8(1), int64(1), int64(NoLease), int64(0), strings.ToUpper(id))
+	f.Add("sem", uint8(1), uint8(1), int64(1), int64(NoExpiry), int64(0), strings.ToUpper(id))
 	f.Add("sem", uint8(1), uint8(0), int64(math.MaxInt64), int64(0), int64(0), id)
 	f.Fuzz(func(t *testing.T, name string, kind, set uint8, n, d, d2 int64, id string) {
 		rdb, h := offline(t)
@@ -327,7 +327,7 @@ func FuzzSyncOptions(f *testing.F) {
 		case 0:
 			s := c.NewSemaphore(name)
 			bad := name == "" || lua.CheckSemaphoreName(name) != nil
-			var tryOpts []TryAcquireOption
+			var tryOpts []TryOption
 			badWait := false
 			if set&optWait != 0 {
 				tryOpts, badWait = append(tryOpts, WithWaitTime(dur)), dur < 0
@@ -347,11 +347,11 @@ func FuzzSyncOptions(f *testing.F) {
 			s := c.NewExpirableSemaphore(name)
 			bad := name == "" || lua.CheckExpirableSemaphoreName(name) != nil
 			badID := !isPermitID(id)
-			var opts []PermitOption
-			var tryOpts []TryPermitOption
+			var opts []AcquireOption
+			var tryOpts []TryOption
 			badLease, badWait := false, false
 			if set&optLease != 0 {
-				opts, badLease = append(opts, WithPermitLease(dur)), dur < 0
+				opts, badLease = append(opts, WithLeaseTime(dur)), dur < 0
 				tryOpts = append(tryOpts, opts[0])
 			}
 			if set&optWait != 0 {
@@ -371,7 +371,7 @@ func FuzzSyncOptions(f *testing.F) {
 				{what: "Release(id)", invalid: bad || badID, run: func(ctx context.Context) error { return s.Release(ctx, id) }},
 				{what: "Release(id, id)", invalid: true, run: func(ctx context.Context) error { return s.Release(ctx, id, id) }},
 				{what: "Release()", invalid: true, run: func(ctx context.Context) error { return s.Release(ctx) }},
-				{what: "UpdateLease", invalid: bad || badID || dur <= 0 && dur != NoLease, run: func(ctx context.Context) error {
+				{what: "UpdateLease", invalid: bad || badID || dur <= 0 && dur != NoExpiry, run: func(ctx context.Context) error {
 					_, err := s.UpdateLease(ctx, id, dur)
 					return err
 				}},
@@ -381,7 +381,7 @@ func FuzzSyncOptions(f *testing.F) {
 				{what: "AddPermits", invalid: bad, run: func(ctx context.Context) error { return s.AddPermits(ctx, n) }},
 				{what: "AvailablePermits", invalid: bad, run: func(ctx context.Context) error { _, err := s.AvailablePermits(ctx); return err }},
 				{what: "AcquiredPermits", invalid: bad, run: func(ctx context.Context) error { _, err := s.AcquiredPermits(ctx); return err }},
-				{what: "Permits", invalid: bad, run: func(ctx context.Context) error { _, err := s.Permits(ctx); return err }},
+				{what: "TotalPermits", invalid: bad, run: func(ctx context.Context) error { _, err := s.TotalPermits(ctx); return err }},
 				{what: "Delete", invalid: bad, run: func(ctx context.Context) error { _, err := s.Delete(ctx); return err }},
 			}
 		case 2:

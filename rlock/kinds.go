@@ -16,8 +16,8 @@ import (
 // FairMutex, NonReentrantFairMutex and both sides of an RWMutex implement it.
 type Locker interface {
 	Name() string
-	Lock(ctx context.Context, opts ...LockOption) (*Lease, error)
-	TryLock(ctx context.Context, opts ...TryLockOption) (*Lease, error)
+	Lock(ctx context.Context, opts ...AcquireOption) (*Lease, error)
+	TryLock(ctx context.Context, opts ...TryOption) (*Lease, error)
 	Unlock(ctx context.Context) error
 	IsLocked(ctx context.Context) (bool, error)
 	IsHeld(ctx context.Context) (bool, error)

@@ -40,7 +40,7 @@ func NewMultiLock(mutexes ...*Mutex) *MultiLock {
 //
 // Without an owner in ctx, the parts are taken for one fresh owner, so that a
 // name listed twice is re-entered rather than waited for.
-func (m *MultiLock) Lock(ctx context.Context, opts ...LockOption) (_ *MultiLease, err error) {
+func (m *MultiLock) Lock(ctx context.Context, opts ...AcquireOption) (_ *MultiLease, err error) {
 	ctx, ob := m.startCall(ctx, observe.OpLock)
 	defer ob.endCall(&err)
 	return m.take(ctx, func(ctx context.Context, p *Mutex) (*Lease, error) { return p.Lock(ctx, opts...) })
@@ -49,7 +49,7 @@ func (m *MultiLock) Lock(ctx context.Context, opts ...LockOption) (_ *MultiLease
 // TryLock takes every part with one attempt each, or with WithWaitTime waits up
 // to that time for all of them together. When a part cannot be taken it gives
 // back those it took and returns an error matching ErrNotAcquired.
-func (m *MultiLock) TryLock(ctx context.Context, opts ...TryLockOption) (_ *MultiLease, err error) {
+func (m *MultiLock) TryLock(ctx context.Context, opts ...TryOption) (_ *MultiLease, err error) {
 	ctx, ob := m.startCall(ctx, observe.OpTryLock)
 	defer ob.endCall(&err)
 	lo, err := newTryLockOptions(opts)

@@ -9,10 +9,17 @@ import (
 	"github.com/holdfast-go/holdfast/observe"
 )
 
-// Special values of RemainTTL, as Redisson's remainTimeToLive.
+// Special durations, Redisson's -2 and -1.
 const (
-	NotLocked time.Duration = -2 // the lock is free
-	NoExpiry  time.Duration = -1 // the lock has no time to live
+	// NotLocked is what RemainTTL returns for a lock that is free.
+	NotLocked time.Duration = -2
+
+	// NoExpiry stands for "never expires": what RemainTTL returns for a lock
+	// with no time to live (set by another program), what
+	// ExpirableSemaphore.LeaseTime returns for a permit without expiry, what
+	// ExpirableSemaphore.UpdateLease takes to remove a permit's expiry, and
+	// LeaderInfo.TTL's value for a leader whose lock has no time to live.
+	NoExpiry time.Duration = -1
 )
 
 // Mutex is a handle on a reentrant distributed lock: Redisson's RLock. It stores
@@ -56,7 +63,7 @@ func (m *Mutex) Name() string { return m.name }
 // when the owner's earlier holds of this lock were lost, ErrInvalidArgument for an
 // empty name or a negative duration (before any round trip), and wrapped Redis
 // errors. A call that fails leaves no hold, subscription or renewal behind.
-func (m *Mutex) TryLock(ctx context.Context, opts ...TryLockOption) (_ *Lease, err error) {
+func (m *Mutex) TryLock(ctx context.Context, opts ...TryOption) (_ *Lease, err error) {
 	ctx, ob := m.startCall(ctx, observe.OpTryLock)
 	defer ob.endCall(&err)
 	lo, err := newTryLockOptions(opts)
@@ -98,7 +105,7 @@ func (m *Mutex) tryLock(ctx context.Context, lo lockOptions) (*Lease, error) {
 // a Lock nested in code that holds the lock waits for it, as sync.Mutex does,
 // unless its ctx carries the holder's owner (see WithOwner). The other errors
 // are those of TryLock.
-func (m *Mutex) Lock(ctx context.Context, opts ...LockOption) (_ *Lease, err error) {
+func (m *Mutex) Lock(ctx context.Context, opts ...AcquireOption) (_ *Lease, err error) {
 	ctx, ob := m.startCall(ctx, observe.OpLock)
 	defer ob.endCall(&err)
 	lo, err := newLockOptions(opts)

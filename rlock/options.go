@@ -122,7 +122,7 @@ func WithOnLost(f func(name string, err error)) ClientOption {
 // another owner could take the lock too. Default: no acknowledgement (one
 // primary's word, as bsm/redislock and redsync on one server). A timeout of zero
 // means 1 s; it must be shorter than the go-redis client's ReadTimeout (New
-// says so). WithAcks overrides it for one call.
+// says so). WithLockReplicaAcks overrides it for one call.
 //
 // The watchdog's renewals wait too, in the round's one round trip, and a
 // renewal moves a hold's deadline only when the replicas acknowledged it: a
@@ -189,39 +189,45 @@ func (o *clientOptions) validate() error {
 	return nil
 }
 
-// LockOption configures one call of Lock or TryLock: WithLeaseTime and
-// WithAcks. Every LockOption is also a TryLockOption.
-type LockOption func(*lockOptions)
+// AcquireOption configures one acquisition: a Lock or TryLock of any lock
+// (every Locker, MultiLock, RedLock), an ExpirableSemaphore's Acquire or
+// TryAcquire, a Semaphore's TryAcquire. The options are WithLeaseTime and
+// WithLockReplicaAcks; an acquisition they do not apply to fails with
+// ErrInvalidArgument before any round trip (a Semaphore's permits have no
+// lease, a semaphore takes the client's WithReplicaAcks only). Every
+// AcquireOption is also a TryOption.
+type AcquireOption func(*lockOptions)
 
-// TryLockOption configures one call of TryLock: any LockOption, and
-// WithWaitTime, which only TryLock takes (Lock waits until its ctx is done, so
-// a wait time given to it could only be ignored).
-type TryLockOption interface {
+// TryOption configures one call that tries: TryLock, and the semaphores'
+// TryAcquire. It is any AcquireOption, or WithWaitTime, which only these calls
+// take (Lock and Acquire wait until their ctx is done, so a wait time given to
+// them could only be ignored).
+type TryOption interface {
 	applyTry(*lockOptions)
 }
 
-func (f LockOption) applyTry(o *lockOptions) { f(o) }
+func (f AcquireOption) applyTry(o *lockOptions) { f(o) }
 
-// WaitTime is the option WithWaitTime returns: a TryLockOption, a
-// TryAcquireOption and a TryPermitOption, since every call that tries once
-// may instead wait that long.
-type WaitTime time.Duration
+// waitTime is the TryOption WithWaitTime returns.
+type waitTime time.Duration
 
-func (d WaitTime) applyTry(o *lockOptions) { o.waitTime = time.Duration(d) }
+func (d waitTime) applyTry(o *lockOptions) { o.waitTime = time.Duration(d) }
 
 type lockOptions struct {
 	leaseTime time.Duration // 0: watchdog
-	waitTime  time.Duration // TryLock only; 0: one attempt
+	waitTime  time.Duration // Try calls only; 0: one attempt
 	acks      *lua.Acks     // nil: the client's WithReplicaAcks
 	queue     bool          // set by the call, not an option: a fair lock's attempts queue the caller
 	elect     *lua.Elect    // set by Campaign, not an option: the acquisition records the leader
 }
 
-// WithAcks sets, for this acquisition, the release of its lease and the
-// renewals of the hold it starts (an owner's first acquisition of the lock),
-// the replica acknowledgements WithReplicaAcks sets for the whole client;
-// replicas 0 asks for none.
-func WithAcks(replicas int, timeout time.Duration) LockOption {
+// WithLockReplicaAcks overrides, for one acquisition of a lock, the replica
+// acknowledgements that WithReplicaAcks sets for the whole client: the
+// acquisition, the release of its lease and the renewals of the hold it starts
+// (an owner's first acquisition of the lock) wait for replicas replicas, for
+// at most timeout; replicas 0 asks for none. Locks only: a semaphore's
+// acquisition given it fails with ErrInvalidArgument.
+func WithLockReplicaAcks(replicas int, timeout time.Duration) AcquireOption {
 	return func(o *lockOptions) { o.acks = &lua.Acks{Replicas: replicas, Timeout: timeout} }
 }
 
@@ -236,10 +242,12 @@ func validAcks(a *lua.Acks) error {
 	return nil
 }
 
-// WithLeaseTime gives the hold a fixed lease: the lock expires d after it was
-// taken unless unlocked first, and the watchdog does not renew it (Redisson's
-// leaseTime). Zero, the default, means a watchdog lease.
-func WithLeaseTime(d time.Duration) LockOption {
+// WithLeaseTime gives the hold a fixed lease: the lock (an ExpirableSemaphore's
+// permits) expires d after it was taken unless released first, and the
+// watchdog does not renew it (Redisson's leaseTime). Zero, the default, means
+// a watchdog lease. A Semaphore's TryAcquire given it fails with
+// ErrInvalidArgument: its permits have no lease.
+func WithLeaseTime(d time.Duration) AcquireOption {
 	return func(o *lockOptions) { o.leaseTime = d }
 }
 
@@ -248,10 +256,10 @@ func WithLeaseTime(d time.Duration) LockOption {
 // permits (tryAcquire(permits, waitTime)). Zero, the default, means a single
 // attempt. Only the Try calls take it: Lock and Acquire wait until their ctx
 // is done (bound them with context.WithTimeout).
-func WithWaitTime(d time.Duration) WaitTime { return WaitTime(d) }
+func WithWaitTime(d time.Duration) TryOption { return waitTime(d) }
 
 // newLockOptions reads the options of a call of Lock.
-func newLockOptions(opts []LockOption) (lockOptions, error) {
+func newLockOptions(opts []AcquireOption) (lockOptions, error) {
 	var o lockOptions
 	if len(opts) > 0 {
 		p := new(lockOptions) // only here: o stays on the stack without options
@@ -264,7 +272,7 @@ func newLockOptions(opts []LockOption) (lockOptions, error) {
 }
 
 // newTryLockOptions reads the options of a call of TryLock.
-func newTryLockOptions(opts []TryLockOption) (lockOptions, error) {
+func newTryLockOptions(opts []TryOption) (lockOptions, error) {
 	var o lockOptions
 	if len(opts) > 0 {
 		p := new(lockOptions) // only here: o stays on the stack without options

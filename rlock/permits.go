@@ -89,7 +89,7 @@ func hexIDs(raw []string) []string {
 }
 
 // Done returns a channel closed when the permits are released or lost: their
-// lease ran out (WithPermitLease), a renewal found one gone (reclaimed,
+// lease ran out (WithLeaseTime), a renewal found one gone (reclaimed,
 // released by id, the semaphore deleted), no renewal was confirmed in time, or
 // the Client was closed.
 func (p *Permits) Done() <-chan struct{} {

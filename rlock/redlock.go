@@ -59,7 +59,7 @@ func NewRedLock(mutexes ...*Mutex) *RedLock {
 // TryLock makes one round, or with WithWaitTime retries rounds up to that time
 // (see Lock). It returns an error matching ErrNotAcquired when no round won a
 // valid majority.
-func (r *RedLock) TryLock(ctx context.Context, opts ...TryLockOption) (_ *MultiLease, err error) {
+func (r *RedLock) TryLock(ctx context.Context, opts ...TryOption) (_ *MultiLease, err error) {
 	ctx, ob := r.startCall(ctx, observe.OpTryLock)
 	defer ob.endCall(&err)
 	lo, err := newTryLockOptions(opts)
@@ -77,7 +77,7 @@ func (r *RedLock) TryLock(ctx context.Context, opts ...TryLockOption) (_ *MultiL
 // Lock makes rounds until one wins a valid majority or ctx is done. Between
 // rounds it waits for a release message on any part that refused, or for a
 // jittered pause (about 200 ms), whichever comes first.
-func (r *RedLock) Lock(ctx context.Context, opts ...LockOption) (_ *MultiLease, err error) {
+func (r *RedLock) Lock(ctx context.Context, opts ...AcquireOption) (_ *MultiLease, err error) {
 	ctx, ob := r.startCall(ctx, observe.OpLock)
 	defer ob.endCall(&err)
 	lo, err := newLockOptions(opts)

@@ -49,11 +49,6 @@ func (c *Client) NewSemaphore(name string) *Semaphore {
 // Name returns the semaphore's name.
 func (s *Semaphore) Name() string { return s.o.name }
 
-// TryAcquireOption configures a Semaphore's TryAcquire: WithWaitTime.
-type TryAcquireOption interface{ applyTryAcquire(*time.Duration) }
-
-func (d WaitTime) applyTryAcquire(w *time.Duration) { *w = time.Duration(d) }
-
 // Acquire takes n permits, waiting until they are available or ctx is done:
 // then it returns an error matching ErrNotAcquired and ctx's error (ErrClosed
 // once the Client is closed). A waiter is woken by releases and looks again
@@ -70,17 +65,23 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (err error) {
 // TryAcquire takes n permits if they are available now (one round trip), or
 // with WithWaitTime as soon as they are within that time; otherwise it returns
 // an error matching ErrNotAcquired (and ctx's error if ctx ended the wait),
-// or with WithReplicaAcks ErrNotReplicated (see Acquire).
-func (s *Semaphore) TryAcquire(ctx context.Context, n int64, opts ...TryAcquireOption) (err error) {
+// or with WithReplicaAcks ErrNotReplicated (see Acquire). Its only option is
+// WithWaitTime: WithLeaseTime and WithLockReplicaAcks fail with
+// ErrInvalidArgument (its permits have no lease; it takes the client's
+// WithReplicaAcks).
+func (s *Semaphore) TryAcquire(ctx context.Context, n int64, opts ...TryOption) (err error) {
 	ctx, ob := s.o.startCall(ctx, observe.OpTryAcquire)
 	defer ob.endCall(&err)
-	var wait time.Duration
-	for _, o := range opts {
-		o.applyTryAcquire(&wait)
+	o, err := newTryLockOptions(opts)
+	switch {
+	case err != nil:
+		return err
+	case o.leaseTime != 0:
+		return fmt.Errorf("%w: semaphore %s: a lease (WithLeaseTime) for permits that have none; use an ExpirableSemaphore", ErrInvalidArgument, quote(s.o.name))
+	case o.acks != nil:
+		return fmt.Errorf("%w: semaphore %s: WithLockReplicaAcks is for locks; a semaphore takes the client's WithReplicaAcks", ErrInvalidArgument, quote(s.o.name))
 	}
-	if wait < 0 {
-		return fmt.Errorf("%w: negative wait time %v", ErrInvalidArgument, wait)
-	}
+	wait := o.waitTime
 	if wait == 0 {
 		return s.acquire(ctx, n, false, time.Time{})
 	}

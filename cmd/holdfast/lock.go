@@ -206,8 +206,8 @@ func (cfg *lockConfig) locker(c *rlock.Client) rlock.Locker {
 }
 
 // lockOptions returns the options of the acquisition.
-func (cfg *lockConfig) lockOptions() []rlock.LockOption {
-	var opts []rlock.LockOption
+func (cfg *lockConfig) lockOptions() []rlock.AcquireOption {
+	var opts []rlock.AcquireOption
 	if cfg.lease > 0 {
 		opts = append(opts, rlock.WithLeaseTime(cfg.lease))
 	}
@@ -215,8 +215,8 @@ func (cfg *lockConfig) lockOptions() []rlock.LockOption {
 }
 
 // tryLockOptions returns the options of an acquisition that waits at most -w.
-func (cfg *lockConfig) tryLockOptions() []rlock.TryLockOption {
-	var opts []rlock.TryLockOption
+func (cfg *lockConfig) tryLockOptions() []rlock.TryOption {
+	var opts []rlock.TryOption
 	for _, o := range cfg.lockOptions() {
 		opts = append(opts, o)
 	}

@@ -41,7 +41,7 @@ func (s *lockSession) initPermits(ctx context.Context, sem *rlock.ExpirableSemap
 	if err != nil || created {
 		return err
 	}
-	total, err := sem.Permits(ctx)
+	total, err := sem.TotalPermits(ctx)
 	if err != nil {
 		return err
 	}
@@ -54,19 +54,19 @@ func (s *lockSession) initPermits(ctx context.Context, sem *rlock.ExpirableSemap
 
 // permitOptions returns the options of a permit's acquisition: a fixed lease
 // with --lease, else none (a watchdog-renewed permit).
-func (cfg *lockConfig) permitOptions() []rlock.PermitOption {
+func (cfg *lockConfig) permitOptions() []rlock.AcquireOption {
 	if cfg.lease > 0 {
-		return []rlock.PermitOption{rlock.WithPermitLease(cfg.lease)}
+		return []rlock.AcquireOption{rlock.WithLeaseTime(cfg.lease)}
 	}
 	return nil
 }
 
 // tryPermitOptions returns the options of a permit's acquisition that waits
 // at most -w.
-func (cfg *lockConfig) tryPermitOptions() []rlock.TryPermitOption {
-	var opts []rlock.TryPermitOption
+func (cfg *lockConfig) tryPermitOptions() []rlock.TryOption {
+	var opts []rlock.TryOption
 	if cfg.lease > 0 {
-		opts = append(opts, rlock.WithPermitLease(cfg.lease))
+		opts = append(opts, rlock.WithLeaseTime(cfg.lease))
 	}
 	if cfg.wait > 0 {
 		opts = append(opts, rlock.WithWaitTime(cfg.wait))

@@ -82,9 +82,9 @@ func acquire(ctx context.Context, c *rlock.Client, kind, name string, lease time
 		}
 		return semHold{s}, nil
 	case KindExpirable:
-		var opts []rlock.PermitOption
+		var opts []rlock.AcquireOption
 		if lease > 0 {
-			opts = append(opts, rlock.WithPermitLease(lease))
+			opts = append(opts, rlock.WithLeaseTime(lease))
 		}
 		p, err := c.NewExpirableSemaphore(name).Acquire(ctx, 1, opts...)
 		if err != nil {
@@ -96,7 +96,7 @@ func acquire(ctx context.Context, c *rlock.Client, kind, name string, lease time
 	if err != nil {
 		return nil, err
 	}
-	var opts []rlock.LockOption
+	var opts []rlock.AcquireOption
 	if lease > 0 {
 		opts = append(opts, rlock.WithLeaseTime(lease))
 	}

@@ -42,7 +42,7 @@ func init() {
 		Name:   HoldfastExpirable,
 		Module: "github.com/holdfast-go/holdfast",
 		Settings: holdfastClient + "Client.NewExpirableSemaphore(name), TrySetPermits(ctx, P) once; Acquire(ctx, 1) without " +
-			"WithPermitLease (watchdog-renewed permit, default watchdog timeout 30 s) then Permits.Release(ctx). " + libs.GoRedisSettings,
+			"WithLeaseTime (watchdog-renewed permit, default watchdog timeout 30 s) then Permits.Release(ctx). " + libs.GoRedisSettings,
 		Open: func(addr string) (Instance, error) {
 			return openHoldfast(addr, func(b base, c *rlock.Client) Instance { return &pesInstance{holdfastBase{b, c}, nil} })
 		},
@@ -50,11 +50,11 @@ func init() {
 	register(Library{
 		Name:   HoldfastExpirableLease,
 		Module: "github.com/holdfast-go/holdfast",
-		Settings: holdfastClient + "as holdfast-expirable, with Acquire(ctx, 1, WithPermitLease(10 s)): a fixed lease, no watchdog. " +
+		Settings: holdfastClient + "as holdfast-expirable, with Acquire(ctx, 1, WithLeaseTime(10 s)): a fixed lease, no watchdog. " +
 			libs.GoRedisSettings,
 		Open: func(addr string) (Instance, error) {
 			return openHoldfast(addr, func(b base, c *rlock.Client) Instance {
-				return &pesInstance{holdfastBase{b, c}, []rlock.PermitOption{rlock.WithPermitLease(FixedLease)}}
+				return &pesInstance{holdfastBase{b, c}, []rlock.AcquireOption{rlock.WithLeaseTime(FixedLease)}}
 			})
 		},
 	})
@@ -116,7 +116,7 @@ func (i *semInstance) NewSem(name string) Sem {
 
 type pesInstance struct {
 	holdfastBase
-	opts []rlock.PermitOption
+	opts []rlock.AcquireOption
 }
 
 func (i *pesInstance) Init(ctx context.Context, name string, permits int64) error {
