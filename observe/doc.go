@@ -20,6 +20,9 @@
 //     acquired) and ends, with how it ended (HoldOutcome).
 //   - WaitObserver: a call starts and stops blocking, and what woke it (Cause).
 //   - RenewObserver: the watchdog's renewals and how they went (RenewOutcome).
+//   - RenewHealthObserver (on a RenewObserver): the rounds that failed to
+//     renew, with the lease left to the hold that runs out first, and the
+//     first round that renews again.
 //   - PubSubObserver: channel subscriptions made and dropped, reconnections.
 //
 // Every value that identifies something is an enum with a fixed set of

@@ -87,6 +87,39 @@ type RenewObserver interface {
 	Renewed(outcome RenewOutcome, holds int)
 }
 
+// RenewHealthObserver, implemented by a RenewObserver that wants it, sees
+// the runs of failed renewal rounds (Redis down, unreachable, too slow): each
+// failed round, with how much lease the holds have left, and the first round
+// that renews again. A hold whose lease runs out meanwhile ends as lost
+// (HoldObserver.HoldEnd, LossDeadline). The client's log
+// (rlock.WithLogger) says the same, rate-limited.
+type RenewHealthObserver interface {
+	// RenewFailing is called after each round in which renewals failed.
+	RenewFailing(f RenewFailure)
+	// RenewRecovered is called after the first round in which every
+	// renewal reached Redis, after failed ones.
+	RenewRecovered(r RenewRecovery)
+}
+
+// RenewFailure is one failed renewal round: the holds it failed to renew
+// and the one of them whose lease runs out first.
+type RenewFailure struct {
+	Kind      Kind          // the kind of the hold whose lease runs out first
+	Name      string        // its object's name: unbounded, opt-in only
+	LeaseLeft time.Duration // how long it keeps its lease, as last confirmed
+	Holds     int           // how many holds the round failed to renew
+	Rounds    int           // failed rounds in a row, this one included
+	FailedFor time.Duration // since the first of them was sent
+	Err       error         // the round's error (the first, if its batches failed differently)
+}
+
+// RenewRecovery is the first round that renewed again after failed ones.
+type RenewRecovery struct {
+	Rounds    int           // the failed rounds before it
+	FailedFor time.Duration // from the send of the first failed round to this one's end
+	Holds     int           // the holds it renewed
+}
+
 // TrackingObserver sees in which mode the client watches its holds' keys on
 // each Redis node: told at once of a change (client tracking), or only at
 // the next renewal.

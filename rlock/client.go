@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/holdfast-go/holdfast/identity"
 	"github.com/holdfast-go/holdfast/lua"
 	"github.com/holdfast-go/holdfast/observe"
 	"github.com/holdfast-go/holdfast/pubsub"
@@ -40,6 +41,8 @@ type Client struct {
 	deadlines bool
 	where     string    // where Redis is, for errors: an address, a cluster's seeds
 	obs       observers // WithObserver's, and its optional interfaces
+	self      identity.Record
+	record    record // keeps self in Redis from the first hold until Close
 
 	ctx    context.Context // cancelled, with cause ErrClosed, by Close
 	cancel context.CancelCauseFunc
@@ -114,7 +117,9 @@ type backend struct {
 // New returns a Client that locks through rdb, which may be any
 // redis.UniversalClient: a *redis.Client, a Sentinel *redis.Client (NewFailoverClient)
 // or a *redis.ClusterClient.
-// New does no I/O. Close the Client when done; closing rdb is the caller's job.
+// New does no I/O. From the client's first hold, a goroutine keeps its record
+// (package identity: who holds its locks) in Redis, and Close deletes it. Close the Client when done; closing rdb is the
+// caller's job.
 func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 	if isNil(rdb) {
 		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidArgument)
@@ -145,6 +150,7 @@ func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 		locks:     make(map[string]*lockEntry),
 	}
 	c.backend = c.redisBackend()
+	c.self = identity.Self(c.id, o.service)
 	renewals, _ := o.observer.(observe.RenewObserver)
 	c.hub = pubsub.New(rdb, pubsub.Options{Observer: newPubSubEvents(o.observer, o.logger)})
 	_, cluster := rdb.(*redis.ClusterClient)
@@ -156,6 +162,10 @@ func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 		Observer: renewals,
 		Track:    !o.noTracking,
 		Tracking: trackingObserver(o),
+		// a server that refuses tracking is no trouble to tell a user who
+		// did not ask for the client's log (WithLogger)
+		QuietRefused: !o.loggerSet,
+		Name:         c.self.ConnName("watchdog"),
 	})
 	return c, nil
 }
@@ -192,6 +202,10 @@ func isNil(rdb redis.UniversalClient) bool {
 // Redisson's client id ("node id").
 func (c *Client) ID() string { return c.id }
 
+// Identity returns what the client says of itself in its record (package
+// identity), which names it as the holder of its locks.
+func (c *Client) Identity() identity.Record { return c.self }
+
 // Close gives back the holds still open, in one pipelined round trip bounded by
 // the release timeout (WithReleaseTimeout), which wakes their waiters in every
 // process, as etcd's Session.Close revokes its lease; then it stops the
@@ -214,6 +228,7 @@ func (c *Client) Close() error {
 	for _, h := range c.closing.take() {
 		h.closeHold()
 	}
+	c.record.stop()
 	return c.hub.Close()
 }
 

@@ -22,11 +22,15 @@ type observers struct {
 	waits  observe.WaitObserver
 	log    *slog.Logger
 	onLost func(name string, err error)
+	// quietExpiry keeps from log the fixed leases that ran out (the lease
+	// the caller chose did what it said): the default logger, slog.Default,
+	// tells trouble only.
+	quietExpiry bool
 }
 
 // newObservers looks up the optional interfaces of the client's observer.
 func newObservers(o clientOptions) observers {
-	obs := observers{calls: o.observer, log: o.logger, onLost: o.onLost}
+	obs := observers{calls: o.observer, log: o.logger, onLost: o.onLost, quietExpiry: !o.loggerSet}
 	if o.observer != nil {
 		obs.holds, _ = o.observer.(observe.HoldObserver)
 		obs.waits, _ = o.observer.(observe.WaitObserver)
@@ -230,7 +234,7 @@ func (obs *observers) holdEnded(h *observe.Hold, err error) {
 // and attributes) and calls the client's hook (WithOnLost). The client's
 // mutex must not be held.
 func (obs *observers) lost(k observe.Kind, name string, err error) {
-	if obs.log != nil {
+	if obs.log != nil && !(obs.quietExpiry && errors.Is(err, watchdog.ErrLeaseEnded)) {
 		obs.log.Warn(observe.EventHoldEnd, observe.AttrKind, k.String(), observe.AttrName, name,
 			observe.AttrOutcome, holdOutcomeOf(err).String(), observe.AttrLoss, watchdog.Cause(err).String(), "error", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/watchdog"
 )
 
 // entry returns the lockEntry of lk, creating it. c.mu must be held.
@@ -45,7 +46,9 @@ func (c *Client) grant(o *owner, lk *lockDef, a lua.AcquireArgs, lo lockOptions,
 	deadline := sent.Add(a.Lease.Duration())
 	if h.wd == nil {
 		h.seen = c.obs.holdStarted(lk.seen, lk.Name(), sent)
-		h.wd = c.wd.Watch(lk.Renewal(h.field.String()), deadline, h.renewed(), a.Acks, func(reason error) { c.lose(h, reason) })
+		c.record.keep(c.rdb, c.self, c.opts.logger)
+		h.wd = c.wd.WatchAs(watchdog.Label{Kind: lk.seen, Name: lk.Name()}, lk.Renewal(h.field.String()), deadline, h.renewed(), a.Acks,
+			func(reason error) { c.lose(h, reason) })
 	} else {
 		h.wd.Update(deadline, h.renewed())
 	}

@@ -69,7 +69,11 @@ type Options struct {
 	// BatchSize is the largest number of holds renewed by one script call.
 	// Default: DefaultBatchSize.
 	BatchSize int
-	// Logger receives renewal errors. Default: none.
+	// Logger receives the failed renewal rounds (a warning per round, at
+	// most one per half Interval, naming the hold whose lease runs out first
+	// and the lease it has left), the first round that renews after failed
+	// ones (info), and unacknowledged renewals. It hears nothing while the
+	// renewals succeed, nor at Close. Default: none.
 	Logger *slog.Logger
 	// Cluster makes batches group keys by hash slot. Set it for Redis Cluster.
 	Cluster bool
@@ -90,6 +94,14 @@ type Options struct {
 	// Tracking, if set, hears which mode each node is in (tracked, or refused
 	// and left to the renewals).
 	Tracking observe.TrackingObserver
+	// QuietRefused keeps from Logger the nodes that refuse tracking (a
+	// proxy, a managed service, miniredis: the client works on, with the
+	// renewals alone); Tracking still hears of them.
+	QuietRefused bool
+	// Name begins the client names of the tracker's connections (a colon and
+	// ReaderRole or NewsRole end them), so that CLIENT LIST says whose they
+	// are. Default: "holdfast".
+	Name string
 }
 
 // Watchdog renews and watches the holds of one client. It is safe for concurrent
@@ -104,6 +116,7 @@ type Watchdog struct {
 	byKey    map[string][]*Hold // every hold of deadline, by its key
 	closed   bool
 
+	health    health   // runs of failed rounds; the loop's goroutine only
 	trk       *tracker // nil unless Options.Track
 	poke      chan struct{}
 	renewNow  chan struct{}   // run a renewal round at once (followPrimary)
@@ -120,6 +133,7 @@ type Hold struct {
 	lua.Renewal             // what is renewed: the kind, the key, the member in it
 	OnLost      func(error) // called once, on the watchdog's goroutine, if the hold is lost
 	Acks        lua.Acks    // the replicas that must acknowledge its renewals (see Watch)
+	Label       Label       // what logs and the observer call it (WatchAs)
 	w           *Watchdog
 	renew       bool      // renewed by the watchdog; else a fixed lease
 	due         time.Time // the deadline, monotonic
@@ -127,6 +141,7 @@ type Hold struct {
 	stopped     bool      // Stop was called
 	cut         bool      // due was brought forward by what Redis said (see apply)
 	unacked     bool      // its last renewal was confirmed but not acknowledged by enough replicas
+	failErr     error     // its last renewal's error, if it failed: said in its loss
 	releasing   bool      // a release is in flight: the tracker does not look at it
 	fresh       bool      // the tracker has yet to look at it as a new hold (guarded by the tracker's mu)
 	freshAt     time.Time // when it became one
@@ -145,6 +160,9 @@ func New(rdb redis.UniversalClient, opts Options) *Watchdog {
 	}
 	if opts.TrackDelay <= 0 {
 		opts.TrackDelay = DefaultTrackDelay
+	}
+	if opts.Name == "" {
+		opts.Name = "holdfast"
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &Watchdog{
@@ -185,7 +203,12 @@ func New(rdb redis.UniversalClient, opts Options) *Watchdog {
 // ErrUnreplicated: by then a replica promoted in a failover lets it expire
 // too.
 func (w *Watchdog) Watch(r lua.Renewal, deadline time.Time, renew bool, acks lua.Acks, onLost func(error)) *Hold {
-	h := &Hold{Renewal: r, OnLost: onLost, Acks: acks, w: w, renew: renew, due: deadline, index: -1}
+	return w.WatchAs(Label{}, r, deadline, renew, acks, onLost)
+}
+
+// WatchAs is Watch for a hold that logs and the observer call l.
+func (w *Watchdog) WatchAs(l Label, r lua.Renewal, deadline time.Time, renew bool, acks lua.Acks, onLost func(error)) *Hold {
+	h := &Hold{Renewal: r, OnLost: onLost, Acks: acks, Label: l, w: w, renew: renew, due: deadline, index: -1}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -228,7 +251,7 @@ func (h *Hold) Update(deadline time.Time, renew bool) {
 	if h.index < 0 {
 		return
 	}
-	h.due, h.cut, h.unacked = deadline, false, false
+	h.due, h.cut, h.unacked, h.failErr = deadline, false, false, nil
 	heap.Fix(&w.deadline, h.index)
 	h.renew = renew
 	if renew {
@@ -317,6 +340,9 @@ func (h *Hold) lostReason() error {
 		return ErrShortened
 	case h.unacked:
 		return ErrUnreplicated
+	}
+	if h.renew && h.failErr != nil {
+		return notRenewed{h.failErr}
 	}
 	if h.renew {
 		return ErrNotRenewed
@@ -452,6 +478,7 @@ func (w *Watchdog) round() (moved bool) {
 	w.mu.Lock()
 	if len(w.renewed) == 0 {
 		w.mu.Unlock()
+		w.calm()
 		return false
 	}
 	renewed := make([]*Hold, 0, len(w.renewed))
@@ -467,10 +494,14 @@ func (w *Watchdog) round() (moved bool) {
 
 	var lost []*Hold
 	var count tally
+	var failed failure
 	w.mu.Lock()
 	for i, b := range batches {
 		if err := results[i].err; err != nil {
 			count.failed += len(b)
+			for _, h := range b {
+				failed.noted(h, err)
+			}
 			moved = moved || redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK")
 			continue
 		}
@@ -489,6 +520,7 @@ func (w *Watchdog) round() (moved bool) {
 	w.mu.Unlock()
 	count.lost = len(lost)
 	count.report(w.opts.Observer)
+	w.report(failed, count.ok+count.unacked, sent)
 	for _, h := range lost {
 		h.OnLost(ErrGone)
 	}
@@ -502,6 +534,7 @@ func (w *Watchdog) round() (moved bool) {
 // its deadline moves to sent plus the lease when the replicas acknowledged
 // the round (acked), and stays where it is otherwise. w.mu is held.
 func (w *Watchdog) renewed1(h *Hold, sent time.Time, acked bool, count *tally) {
+	h.failErr = nil
 	if !acked {
 		count.unacked++
 		h.unacked = true
@@ -586,11 +619,7 @@ func (w *Watchdog) send(ctx context.Context, batches [][]*Hold, sent time.Time) 
 		}
 		wg.Wait()
 	}
-	for i, r := range out {
-		if r.err != nil && w.opts.Logger != nil && w.ctx.Err() == nil { // a round's own timeout is worth a warning too
-			w.opts.Logger.Warn(observe.EventRenewal, observe.AttrOutcome, observe.RenewFailed.String(),
-				observe.AttrHolds, len(batches[i]), "error", r.err)
-		}
+	for i, r := range out { // failed batches: report, once per round
 		if a := waitOf(batches[i]); r.err == nil && r.acked < a.Replicas && w.opts.Logger != nil {
 			w.opts.Logger.Warn(observe.EventRenewal, observe.AttrOutcome, observe.RenewUnreplicated.String(),
 				observe.AttrHolds, len(batches[i]), "error", errTooFewAcks(r.acked, a))
