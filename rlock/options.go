@@ -28,7 +28,7 @@ type clientOptions struct {
 	releaseTimeout  time.Duration // default DefaultReleaseTimeout
 	recheck         time.Duration // default DefaultRecheckInterval
 	observer        observe.Observer
-	noTracking      bool // WithTracking(false)
+	noTracking      bool   // WithTracking(false)
 	service         string // WithService; default the program's name
 }
 
