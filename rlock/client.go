@@ -117,9 +117,9 @@ type backend struct {
 // New returns a Client that locks through rdb, which may be any
 // redis.UniversalClient: a *redis.Client, a Sentinel *redis.Client (NewFailoverClient)
 // or a *redis.ClusterClient.
-// New does no I/O. From the client's first hold, a goroutine keeps its record
-// (package identity: who holds its locks) in Redis, and Close deletes it. Close the Client when done; closing rdb is the
-// caller's job.
+// New does no I/O. From the client's first hold, a goroutine keeps its
+// record (package identity: who holds its locks) in Redis, and Close deletes
+// it. Close the Client when done; closing rdb is the caller's job.
 func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 	if isNil(rdb) {
 		return nil, fmt.Errorf("%w: nil redis client", ErrInvalidArgument)
