@@ -69,6 +69,7 @@ type cliStatus struct {
 	AcquiredPermits  int64        `json:"acquired_permits"`
 	LatchChannel     string       `json:"latch_channel"`
 	LatchSubscribers int64        `json:"latch_subscribers"`
+	SeenAs           string       `json:"seen_as"`
 	Election         *cliElection `json:"election"`
 }
 
@@ -98,6 +99,8 @@ type cliHolder struct {
 		Keys         int   `json:"keys"`
 		MinTTLMillis int64 `json:"min_ttl_ms"`
 	} `json:"read_timeouts"`
+	Holder     *cliRecord `json:"holder"`
+	HolderNote string     `json:"holder_note"`
 }
 
 // cliQueued is a fair lock's waiter in cliStatus.
@@ -107,8 +110,10 @@ type cliQueued struct {
 	OwnerID            string `json:"owner_id"`
 	DeadlineUnixMillis *int64 `json:"deadline_unix_ms"`
 	DeadlineInMillis   *int64 `json:"deadline_in_ms"`
-	Channel            string `json:"channel"`
-	Subscribers        int64  `json:"subscribers"`
+	Channel            string     `json:"channel"`
+	Subscribers        int64      `json:"subscribers"`
+	Waiter             *cliRecord `json:"waiter"`
+	WaiterNote         string     `json:"waiter_note"`
 }
 
 // statusJSON runs "holdfast status --json" on the shared server with args
@@ -169,7 +174,7 @@ func TestCLIStatusMutex(t *testing.T) {
 	require.EqualValues(t, 2, st.Holders[0].Count)
 	out := statusHuman(t, name)
 	require.Contains(t, out, name+": locked")
-	require.Contains(t, out, "client "+c.ID()+"  owner "+h.OwnerID+"  count 2")
+	require.Regexp(t, "held by "+holderPattern(c.ID(), h.OwnerID)+"  count 2", out)
 	require.Contains(t, out, "waiters:  0 subscribed to "+lua.ChannelName(name))
 
 	require.NoError(t, inner.Unlock(ctx))
@@ -196,13 +201,14 @@ func TestCLIStatusJavaLock(t *testing.T) {
 	list := statusJSON(t, name, goName)
 	require.Len(t, list, 2)
 	java, gost := list[0], list[1]
-	require.Equal(t, []cliHolder{{Field: javaID + ":82", ClientID: javaID, OwnerID: "82", Count: 1}}, java.Holders)
+	require.Equal(t, []cliHolder{{Field: javaID + ":82", ClientID: javaID, OwnerID: "82", Count: 1, HolderNote: cliNoRecord}}, java.Holders,
+		"a Java holder writes no record: holder null, and the note says why")
 	require.Equal(t, gost.Kind, java.Kind)
 	require.Equal(t, gost.RedisType, java.RedisType)
 	require.Equal(t, lua.ChannelName(name), java.Channel)
 	require.Greater(t, java.TTLMillis, int64(0))
 	require.LessOrEqual(t, java.TTLMillis, int64(30_000))
-	require.Contains(t, statusHuman(t, name), "client "+javaID+"  owner 82  count 1")
+	require.Contains(t, statusHuman(t, name), "held by client "+javaID+", owner 82 (no record)  count 1\n  "+cliNoRecord+"\n")
 }
 
 // TestCLIStatusFairQueue: a held fair lock with two waiters of two clients shows
@@ -241,8 +247,8 @@ func TestCLIStatusFairQueue(t *testing.T) {
 	out := statusHuman(t, name)
 	require.Contains(t, out, name+": fair lock, locked")
 	require.Contains(t, out, "queue:    2 waiting")
-	require.Contains(t, out, "1. client "+waiters[0].ID())
-	require.Contains(t, out, "2. client "+waiters[1].ID())
+	require.Regexp(t, `1\. `+holderPattern(waiters[0].ID(), st.Queue[0].OwnerID), out)
+	require.Regexp(t, `2\. `+holderPattern(waiters[1].ID(), st.Queue[1].OwnerID), out)
 }
 
 // TestCLIStatusRWLock: two readers show in read mode with their timeout keys;
@@ -270,7 +276,7 @@ func TestCLIStatusRWLock(t *testing.T) {
 		require.Equal(t, 1, h.ReadTimeouts.Keys)
 		require.Greater(t, h.ReadTimeouts.MinTTLMillis, int64(0))
 	}
-	require.Contains(t, statusHuman(t, name), "read   client "+c.ID())
+	require.Regexp(t, "read   held by "+holderPattern(c.ID(), `\d+`), statusHuman(t, name))
 	for _, l := range reads {
 		require.NoError(t, l.Unlock(ctx))
 	}
@@ -324,7 +330,7 @@ func TestCLIStatusNotALock(t *testing.T) {
 	require.Equal(t, "5", list[3].Value)
 	out := statusHuman(t, free, str, counter)
 	require.Contains(t, out, free+": free")
-	require.Contains(t, out, str+": not a lock: string")
+	require.Contains(t, out, str+": not a lock: the key holds a string")
 	require.Contains(t, out, counter+": semaphore or latch: value 5")
 }
 
@@ -432,7 +438,7 @@ func TestCLIUnlockForce(t *testing.T) {
 			r := statusCLI(t, "unlock", "--force", "--redis", sharedURL(t), name)
 			require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
 			require.Contains(t, r.stdout, "force-released "+name)
-			require.Contains(t, r.stdout, "client "+c.ID())
+			require.Regexp(t, holderPattern(c.ID(), `\d+`), r.stdout)
 			require.Contains(t, r.stdout, tc.says)
 			require.NotContains(t, r.stderr, "[y/N]")
 			got := rwAwait(t, ch, 10*time.Second, "the waiter, after unlock --force")
@@ -482,7 +488,7 @@ func TestCLIUnlockRefusals(t *testing.T) {
 	r = statusCLI(t, "unlock", "--force", "--redis", url, name+":str")
 	require.Equal(t, 65, r.code)
 	require.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
-	require.Contains(t, r.stderr, "not a lock: string")
+	require.Equal(t, "holdfast unlock: "+name+":str: not a lock: the key holds a string; nothing released\n", r.stderr)
 	require.Equal(t, "x", rdb.Get(ctx, name+":str").Val())
 
 	r = statusCLI(t, "unlock", "--force", "--redis", url)
@@ -579,7 +585,8 @@ func clusterHeldAndAwaited(t *testing.T, cl *redistest.Cluster, holder, waiter *
 }
 
 // TestCLIStatusHelp: "status -h" and "unlock -h" say first what the command
-// does, then give the synopsis that docs/cli.md gives, then the flags.
+// does, then give the synopsis that docs/cli.md gives, then the flags, written
+// --flag as docs/cli.md writes them.
 func TestCLIStatusHelp(t *testing.T) {
 	doc, err := os.ReadFile("../docs/cli.md")
 	require.NoError(t, err)
@@ -590,10 +597,10 @@ func TestCLIStatusHelp(t *testing.T) {
 	}{
 		{"status", "Shows what is at each lock NAME: the kind of lock, who holds it,",
 			[]string{"holdfast status [flags] NAME...", "holdfast status [flags] --scan PATTERN [NAME...]"},
-			[]string{"-json", "-scan PATTERN", "-connect-timeout DURATION"}},
+			[]string{"--json", "--scan PATTERN", "--connect-timeout DURATION"}},
 		{"unlock", "Force-releases the lock NAME whoever holds it, and wakes its waiters",
 			[]string{"holdfast unlock --force [--yes] [flags] NAME"},
-			[]string{"-force", "-yes", "-connect-timeout DURATION"}},
+			[]string{"--force", "--yes", "--connect-timeout DURATION"}},
 	} {
 		r := statusCLI(t, tc.cmd, "-h")
 		require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
@@ -609,8 +616,10 @@ func TestCLIStatusHelp(t *testing.T) {
 		_, flags, ok := strings.Cut(rest, "\nflags:\n")
 		require.True(t, ok, "%s -h:\n%s", tc.cmd, r.stdout)
 		for _, f := range tc.flags {
-			require.Contains(t, flags, "  "+f)
+			require.Contains(t, flags, "  "+f+"\n", "the help writes --flag")
+			require.Contains(t, string(doc), "`"+f+"`", "docs/cli.md writes the flag as the help does")
 		}
+		require.NotRegexp(t, `(?m)^  -[a-z][a-z]`, flags, "no long flag with one dash")
 	}
 }
 

@@ -324,7 +324,8 @@ func TestCLIWatchTerminal(t *testing.T) {
 	for f := range fields {
 		owner = strings.TrimPrefix(f, c.ID()+":")
 	}
-	at = out.waitFor(t, at, "    client "+c.ID()+"  owner "+owner+"  count 1\x1b[K")
+	line := "    held by " + holderName(t, rdb, c.ID(), owner) + "  count 1\x1b[K"
+	at = out.waitFor(t, at, line)
 
 	waiter := newClient(t, redistest.Shared(t).Client(t))
 	wctx, cancel := context.WithCancel(ctx)
@@ -335,7 +336,7 @@ func TestCLIWatchTerminal(t *testing.T) {
 	frame := frameAround(s, at)
 	require.Contains(t, frame, name+": locked (RLock layout")
 	require.Regexp(t, `\n  lease:    [0-9.]+m?s left\x1b\[K\r?\n`, frame)
-	require.Contains(t, frame, "    client "+c.ID()+"  owner "+owner+"  count 1\x1b[K")
+	require.Contains(t, frame, line)
 
 	start := time.Now()
 	require.NoError(t, cmd.Process.Signal(os.Interrupt))
@@ -412,6 +413,6 @@ func TestCLIWatchHelp(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "       "+synopsis+"\n")
 	require.True(t, strings.Contains(string(doc), "\n"+synopsis+"\n"), "docs/cli.md gives the synopsis %q", synopsis)
-	require.Contains(t, r.stdout, "\n  -watch\n")
-	require.Contains(t, r.stdout, "\n  -interval DURATION\n")
+	require.Contains(t, r.stdout, "\n  --watch\n")
+	require.Contains(t, r.stdout, "\n  --interval DURATION\n")
 }

@@ -83,7 +83,7 @@ func TestDemoFlags(t *testing.T) {
 		{args: []string{"--no-such-flag"}, code: exitUsage, err: "flag provided but not defined"},
 		{args: []string{"--cluster"}, code: exitUsage, err: "need --redis"},
 		{args: []string{"--redis", "http://x"}, code: exitUsage, err: "bad --redis URL"},
-		{args: []string{"--connect-timeout", "abc"}, code: exitUsage, err: `invalid value "abc" for flag -connect-timeout`},
+		{args: []string{"--connect-timeout", "abc"}, code: exitUsage, err: `invalid value "abc" for flag --connect-timeout`},
 		{args: []string{"--connect-timeout", "2"}, env: map[string]string{"REDIS_URL": "redis://127.0.0.1:1"},
 			code: exitUnavailable, err: "cannot reach Redis at redis://127.0.0.1:1"},
 	} {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/rlock"
+	"github.com/redis/go-redis/v9"
 )
 
 // electHelp is the help of "holdfast elect".
@@ -99,7 +100,7 @@ func (s *lockSession) campaign(ctx context.Context) error {
 
 // describeLeader says who leads the election name, for a message. It never
 // fails: what it cannot read, it says so.
-func describeLeader(ctx context.Context, c *rlock.Client, name string) string {
+func describeLeader(ctx context.Context, c *rlock.Client, rdb redis.UniversalClient, name string) string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
 	info, err := c.NewElection(name).Leader(ctx)
@@ -109,12 +110,13 @@ func describeLeader(ctx context.Context, c *rlock.Client, name string) string {
 	case err != nil:
 		return "leader unknown (" + err.Error() + ")"
 	}
-	s := fmt.Sprintf("led by %s (term %d", info.Holder, info.Token)
+	s := "led by " + describeFields(ctx, rdb, []string{info.Holder})
 	if info.Value != "" {
-		s = fmt.Sprintf("led by %q (%s, term %d", info.Value, info.Holder, info.Token)
+		s = fmt.Sprintf("led by %q: %s", info.Value, describeFields(ctx, rdb, []string{info.Holder}))
 	}
+	s += fmt.Sprintf("; term %d", info.Token)
 	if info.TTL > 0 {
 		s += fmt.Sprintf(", lease %v left", info.TTL.Round(100*time.Millisecond))
 	}
-	return s + ")"
+	return s
 }

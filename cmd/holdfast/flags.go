@@ -88,9 +88,7 @@ type help struct {
 // write writes the help of the command whose flags are fs to w.
 func (h help) write(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "%s\n\n%s\n\nflags:\n", strings.TrimSpace(h.about), strings.TrimSpace(h.synopsis))
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
+	printFlags(w, fs)
 	if h.notes != "" {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(h.notes))
 	}
@@ -107,13 +105,14 @@ func usageError(w io.Writer, cmd string, err error) int {
 
 // flagError is the exit code of a flag parsing error err of "holdfast cmd":
 // for -h (flag.ErrHelp) it prints the help on out and returns exitOK, else it
-// reports the error on errOut (usageError).
+// reports the error on errOut (usageError), its flag written as the help
+// writes it (dashedFlagError).
 func flagError(err error, cmd string, h help, fs *flag.FlagSet, out, errOut io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
 		h.write(out, fs)
 		return exitOK
 	}
-	return usageError(errOut, cmd, err)
+	return usageError(errOut, cmd, dashedFlagError(err))
 }
 
 // checkLockName returns why name cannot be the name of a lock, or nil: the

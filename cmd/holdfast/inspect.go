@@ -51,7 +51,10 @@ type objectStatus struct {
 	Permits          []permit        `json:"permits,omitempty"`          // permit_semaphore: the acquired permits, earliest expiry first
 	LatchChannel     string          `json:"latch_channel,omitempty"`    // semaphore_or_latch: the latch's channel
 	LatchSubscribers int64           `json:"latch_subscribers,omitempty"`
+	SeenAs           string          `json:"seen_as,omitempty"` // semaphore_or_latch: "semaphore" or "latch" when only that kind's channel has subscribers
 	Election         *electionStatus `json:"election,omitempty"` // an election's leader, candidates and followers (status_election.go)
+
+	as string // what the user said the name is (inspectAs): not shown
 }
 
 // permit is one acquired permit of a permit-expirable semaphore: a member of
@@ -71,6 +74,8 @@ type holder struct {
 	Side         string        `json:"side,omitempty"`
 	Count        int64         `json:"count"`
 	ReadTimeouts *readTimeouts `json:"read_timeouts,omitempty"`
+	Holder       *holderRecord `json:"holder"`                // its client's record (service, host, pid…); null without one
+	HolderNote   string        `json:"holder_note,omitempty"` // why holder is null
 }
 
 // readTimeouts are the timeout keys of one reader of a read/write lock, one per
@@ -82,13 +87,15 @@ type readTimeouts struct {
 
 // queued is one waiter in a fair lock's queue.
 type queued struct {
-	Field              string `json:"field"`
-	ClientID           string `json:"client_id"`
-	OwnerID            string `json:"owner_id"`
-	DeadlineUnixMillis *int64 `json:"deadline_unix_ms,omitempty"` // its score in redisson_lock_timeout:{N}
-	DeadlineInMillis   *int64 `json:"deadline_in_ms,omitempty"`   // that, minus this machine's clock
-	Channel            string `json:"channel"`                    // its own wake-up channel
-	Subscribers        int64  `json:"subscribers"`
+	Field              string        `json:"field"`
+	ClientID           string        `json:"client_id"`
+	OwnerID            string        `json:"owner_id"`
+	DeadlineUnixMillis *int64        `json:"deadline_unix_ms,omitempty"` // its score in redisson_lock_timeout:{N}
+	DeadlineInMillis   *int64        `json:"deadline_in_ms,omitempty"`   // that, minus this machine's clock
+	Channel            string        `json:"channel"`                    // its own wake-up channel
+	Subscribers        int64         `json:"subscribers"`
+	Waiter             *holderRecord `json:"waiter"`                // its client's record; null without one
+	WaiterNote         string        `json:"waiter_note,omitempty"` // why waiter is null
 }
 
 // snapshot is what one MULTI read of a name's keys found.
@@ -126,7 +133,13 @@ func inspectAs(ctx context.Context, rdb redis.UniversalClient, name, as string) 
 	if err := countSubscribers(ctx, rdb, &st); err != nil {
 		return objectStatus{}, err
 	}
+	if st.Kind == kindCounter {
+		st.SeenAs = seenAs(st)
+	}
 	if err := readElection(ctx, rdb, &st); err != nil {
+		return objectStatus{}, err
+	}
+	if err := readIdentities(ctx, rdb, &st); err != nil {
 		return objectStatus{}, err
 	}
 	return st, nil
@@ -187,7 +200,7 @@ func absent(err error) bool {
 // counts and read timeouts, which need more reads. as is what the user says
 // the name is (inspectAs).
 func classify(name, as string, s snapshot, now time.Time) objectStatus {
-	st := objectStatus{Name: name, RedisType: s.typ, TTLMillis: s.pttl, Holders: []holder{}, FencingToken: s.token}
+	st := objectStatus{Name: name, RedisType: s.typ, TTLMillis: s.pttl, Holders: []holder{}, FencingToken: s.token, as: as}
 	fair := len(s.queue) > 0 || len(s.deadlines) > 0
 	switch s.typ {
 	case "none":
@@ -231,9 +244,11 @@ func classifyHash(st *objectStatus, h map[string]string, lock, fair bool) {
 
 // classifyString sets the kind of a string at st.Name: when it is an integer,
 // a permit-expirable semaphore if permits are acquired in its zset, else what
-// the user says it is (as), else a semaphore or a latch.
+// the user says it is (as), else a semaphore when it is 0 or less (never a
+// latch's count), else a semaphore or a latch.
 func classifyString(st *objectStatus, s snapshot, as string, now time.Time) {
-	if _, err := strconv.ParseInt(s.value, 10, 64); err != nil {
+	n, err := strconv.ParseInt(s.value, 10, 64)
+	if err != nil {
 		st.Kind = kindNotALock
 		return
 	}
@@ -243,9 +258,24 @@ func classifyString(st *objectStatus, s snapshot, as string, now time.Time) {
 		st.Kind, st.AcquiredPermits, st.Permits = kindPermits, s.permits, permitsOf(s.permitSet, now)
 	case as != "":
 		st.Kind, st.Channel = as, counterChannel(st.Name, as)
+	case n <= 0:
+		st.Kind = kindSema // a latch's key is deleted when its count reaches 0: a count of 0 or less is a semaphore's
 	default:
 		st.Kind, st.LatchChannel = kindCounter, lua.LatchChannel(st.Name)
 	}
+}
+
+// seenAs is what the subscribers of the channels of a semaphore_or_latch st
+// show it is: "semaphore" when clients wait for permits and none awaits the
+// latch, "latch" the other way round, else "".
+func seenAs(st objectStatus) string {
+	switch {
+	case st.Subscribers > 0 && st.LatchSubscribers == 0:
+		return kindSema
+	case st.LatchSubscribers > 0 && st.Subscribers == 0:
+		return kindLatch
+	}
+	return ""
 }
 
 // counterChannel is the channel of name read as a semaphore or a latch (as).

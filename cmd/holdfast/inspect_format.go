@@ -31,6 +31,9 @@ func writeHuman(w io.Writer, st objectStatus) {
 			fmt.Fprintf(w, "    %d. %s\n", i+1, queuedLine(q))
 		}
 	}
+	for _, note := range recordsNote(st) {
+		fmt.Fprintf(w, "  %s\n", note)
+	}
 	if st.Kind == kindFair {
 		fmt.Fprintf(w, "  waiters:  %d queued; %d subscribed to %s\n", len(st.Queue), st.Subscribers, st.Channel)
 	} else {
@@ -57,6 +60,12 @@ func headline(st objectStatus) string {
 	case kindRW:
 		return "read/write lock, held in " + st.Mode + " mode"
 	case kindCounter:
+		switch st.SeenAs {
+		case kindSema:
+			return "semaphore or latch: value " + st.Value + ", waited on as a semaphore"
+		case kindLatch:
+			return "semaphore or latch: value " + st.Value + ", awaited as a countdown latch"
+		}
 		return "semaphore or latch: value " + st.Value
 	case kindPermits:
 		return fmt.Sprintf("permit-expirable semaphore: %s available, %d acquired", st.Value, st.AcquiredPermits)
@@ -71,7 +80,7 @@ func headline(st objectStatus) string {
 		}
 		return "countdown latch: count " + st.Value
 	}
-	return "not a lock: " + st.RedisType
+	return notA(wantOf(st.as), st.RedisType)
 }
 
 // kindLabel names the kind of lock st in a few words.
@@ -85,9 +94,10 @@ func kindLabel(st objectStatus) string {
 	return "lock"
 }
 
-// holderLine describes one holder.
+// holderLine describes one holder: who it is (its client's record) and its
+// hold count.
 func holderLine(h holder) string {
-	s := fmt.Sprintf("client %s  owner %s  count %d", h.ClientID, h.OwnerID, h.Count)
+	s := fmt.Sprintf("held by %s  count %d", who(h.ClientID, h.OwnerID, h.Holder, h.HolderNote, false), h.Count)
 	if h.Side != "" {
 		s = fmt.Sprintf("%-5s  %s", h.Side, s)
 	}
@@ -102,7 +112,7 @@ func holderLine(h holder) string {
 
 // queuedLine describes one waiter of a fair lock's queue.
 func queuedLine(q queued) string {
-	s := fmt.Sprintf("client %s  owner %s", q.ClientID, q.OwnerID)
+	s := who(q.ClientID, q.OwnerID, q.Waiter, q.WaiterNote, false)
 	switch d := q.DeadlineInMillis; {
 	case d == nil:
 		s += "  no deadline"
@@ -121,6 +131,9 @@ func writeCounter(w io.Writer, st objectStatus) {
 	}
 	if st.Kind == kindPermits {
 		writePermits(w, st)
+	}
+	if st.Kind == kindCounter {
+		fmt.Fprintf(w, "  reading:  %s\n", counterReading(st))
 	}
 	if st.Kind == kindLatch {
 		fmt.Fprintf(w, "  awaiters: %d subscribed to %s\n", st.Subscribers, st.Channel)
@@ -155,4 +168,17 @@ func permitLease(p permit) string {
 	}
 	return "lease ran out " + (time.Duration(-*p.ExpiresInMillis) * time.Millisecond).String() +
 		" ago (the permit returns at the semaphore's next reclaiming call)"
+}
+
+// counterReading says what is known of a semaphore_or_latch st: what its
+// channels' subscribers show it is, or that nothing in Redis tells.
+func counterReading(st objectStatus) string {
+	switch st.SeenAs {
+	case kindSema:
+		return fmt.Sprintf("a semaphore with %s permits available: %d client(s) wait for permits, none awaits a latch", st.Value, st.Subscribers)
+	case kindLatch:
+		return fmt.Sprintf("a countdown latch at count %s: %d client(s) await it, none waits for permits", st.Value, st.LatchSubscribers)
+	}
+	return fmt.Sprintf("a semaphore with %s permits free and none acquired, or a countdown latch at count %s: "+
+		"Redis keeps nothing else that tells them apart (name it with --semaphore or --latch)", st.Value, st.Value)
 }

@@ -48,6 +48,11 @@ type permitsHeld struct{ *rlock.Permits }
 // release releases the permit.
 func (p permitsHeld) release(ctx context.Context) error { return p.Release(ctx) }
 
+// cliService is the service the command's clients name in their records
+// (rlock.WithService): holdfast status shows a lock held by "holdfast lock" as
+// held by "holdfast-cli on HOST, pid PID, since …".
+const cliService = "holdfast-cli"
+
 // acquire connects and waits for the lock, until a signal interrupts the
 // wait. It reports whether the lock is held; if not, it has said why on
 // stderr and returns the exit code, and the session is closed.
@@ -83,7 +88,8 @@ func (s *lockSession) connectAndLock(ctx context.Context) (int, error) {
 		return exitUsage, err
 	}
 	s.rdb = rdb
-	if s.c, err = rlock.New(rdb, rlock.WithWatchdogTimeout(s.cfg.watchdog), rlock.WithReleaseTimeout(s.cfg.conn.timeout)); err != nil {
+	if s.c, err = rlock.New(rdb, rlock.WithWatchdogTimeout(s.cfg.watchdog), rlock.WithReleaseTimeout(s.cfg.conn.timeout),
+		rlock.WithService(cliService)); err != nil {
 		return exitUsage, err
 	}
 	stop := s.progress(ctx)
@@ -134,8 +140,15 @@ func lockFailureCode(err error, busy int) int {
 }
 
 // explain says on stderr, in one line, why the lock was not taken: who holds
-// it when it is busy (unless -q), else the error.
+// it when it is busy (unless -q), what the key holds when it is not a lock
+// (notA), else the error.
 func (s *lockSession) explain(ctx context.Context, err error) {
+	if errors.Is(err, rlock.ErrWrongType) && s.rdb != nil {
+		if line, ok := wrongTypeLine(ctx, s.rdb, s.cfg.name, s.cfg.nameKind()); ok {
+			fmt.Fprintf(s.io.err, "holdfast %s: %s; left alone\n", s.cfg.cmd(), line)
+			return
+		}
+	}
 	if !errors.Is(err, rlock.ErrNotAcquired) {
 		fmt.Fprintf(s.io.err, "holdfast %s: %v\n", s.cfg.cmd(), err)
 		return
@@ -155,7 +168,7 @@ func (s *lockSession) explain(ctx context.Context, err error) {
 func (s *lockSession) describe(ctx context.Context) string {
 	switch {
 	case s.cfg.elect:
-		return describeLeader(ctx, s.c, s.cfg.name)
+		return describeLeader(ctx, s.c, s.rdb, s.cfg.name)
 	case s.cfg.permits > 0:
 		return describePermits(ctx, s.rdb, s.cfg.name)
 	}

@@ -17,9 +17,15 @@ const (
 	progressEvery = 10 * time.Second
 )
 
+// progressQuiet: no progress line is printed when -w runs out less than this
+// after it, since the "is still busy after" line that follows at once would
+// say the same (with -w 1, both came at the first second).
+const progressQuiet = progressFirst / 2
+
 // progress prints, unless -q or -n, a line on stderr once the wait has lasted
 // progressFirst and then every progressEvery: how long holdfast has waited,
-// who holds the lock and for how much longer. It stops when ctx is done or
+// who holds the lock and for how much longer; none when -w runs out within
+// progressQuiet of it. It stops when ctx is done or
 // when the returned function is called; that function waits for it.
 func (s *lockSession) progress(ctx context.Context) func() {
 	if s.cfg.quiet || s.cfg.noWait {
@@ -38,6 +44,9 @@ func (s *lockSession) progress(ctx context.Context) func() {
 				return
 			case <-t.C:
 			}
+			if s.cfg.wait > 0 && time.Until(start.Add(s.cfg.wait)) < progressQuiet {
+				return // -w runs out at once: its "still busy" line says it all
+			}
 			waited := time.Since(start).Round(time.Second)
 			fmt.Fprintf(s.io.err, "holdfast %s: waiting for %q for %v: %s\n", s.cfg.cmd(), s.cfg.name, waited, s.describe(ctx))
 			t.Reset(progressEvery)
@@ -52,9 +61,10 @@ func (s *lockSession) progress(ctx context.Context) func() {
 // maxHoldersShown is how many owner fields a progress line lists.
 const maxHoldersShown = 3
 
-// describeHolder says who holds the lock name (the owner fields of its hash,
-// with the read/write lock's mode) and its remaining lease, for a message. It
-// never fails: what it cannot read, it leaves out.
+// describeHolder says who holds the lock name (the records of the clients of
+// its hash's owner fields, describeFields; with the read/write lock's mode)
+// and its remaining lease, for a message. It never fails: what it cannot read,
+// it leaves out.
 func describeHolder(ctx context.Context, rdb redis.UniversalClient, name string) string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
@@ -73,12 +83,7 @@ func describeHolder(ctx context.Context, rdb redis.UniversalClient, name string)
 	}
 	slices.Sort(fields)
 	var b strings.Builder
-	b.WriteString("held by ")
-	if len(fields) > maxHoldersShown {
-		fmt.Fprintf(&b, "%s and %d more", strings.Join(fields[:maxHoldersShown], ", "), len(fields)-maxHoldersShown)
-	} else {
-		b.WriteString(strings.Join(fields, ", "))
-	}
+	b.WriteString("held by " + describeFields(ctx, rdb, fields))
 	if mode != "" {
 		fmt.Fprintf(&b, " (%s)", mode)
 	}

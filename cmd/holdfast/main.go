@@ -22,6 +22,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
@@ -85,29 +87,51 @@ func isTerminal(f *os.File) bool {
 	return err != nil || !os.SameFile(fi, null)
 }
 
+// command is one of holdfast's subcommands: its name, the other names it
+// answers to, and what runs it with the arguments after its name.
+type command struct {
+	name    string
+	aliases []string
+	run     func(ctx context.Context, args []string, io stdio) int
+}
+
+// commands are holdfast's subcommands, in the order the help lists them; the
+// messages of a missing or unknown command name them from here (commandList).
+var commands = []command{
+	{name: "lock", run: lockCommand},
+	{name: "elect", run: electCommand},
+	{name: "status", run: statusCommand},
+	{name: "unlock", run: unlockCommand},
+	{name: "demo", run: demoCommand},
+	{name: "version", aliases: []string{"-version", "--version"}, run: func(_ context.Context, _ []string, io stdio) int {
+		return versionCommand(io.out)
+	}},
+	{name: "help", aliases: []string{"-h", "-help", "--help"}, run: func(_ context.Context, _ []string, io stdio) int {
+		usage(io.out)
+		return exitOK
+	}},
+}
+
+// commandList names the commands: "lock, elect, …, version or help".
+func commandList() string {
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
 // run runs the subcommand args[0] and returns the exit code.
 func run(ctx context.Context, args []string, io stdio) int {
 	if len(args) == 0 {
-		return usageError(io.err, "", errors.New("missing the command: lock, elect, status, unlock or demo"))
+		return usageError(io.err, "", errors.New("missing the command: "+commandList()))
 	}
-	switch args[0] {
-	case "lock":
-		return lockCommand(ctx, args[1:], io)
-	case "elect":
-		return electCommand(ctx, args[1:], io)
-	case "status":
-		return statusCommand(ctx, args[1:], io)
-	case "unlock":
-		return unlockCommand(ctx, args[1:], io)
-	case "demo":
-		return demoCommand(ctx, args[1:], io)
-	case "version", "-version", "--version":
-		return versionCommand(io.out)
-	case "help", "-h", "-help", "--help":
-		usage(io.out)
-		return exitOK
+	for _, c := range commands {
+		if args[0] == c.name || slices.Contains(c.aliases, args[0]) {
+			return c.run(ctx, args[1:], io)
+		}
 	}
-	return usageError(io.err, "", fmt.Errorf("unknown command %q (lock, elect, status, unlock or demo)", args[0]))
+	return usageError(io.err, "", fmt.Errorf("unknown command %q (%s)", args[0], commandList()))
 }
 
 // usage writes the help of holdfast itself to w.

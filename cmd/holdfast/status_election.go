@@ -80,13 +80,22 @@ func writeElection(w io.Writer, st objectStatus, now time.Time) {
 	case e.Proclaimed:
 		fmt.Fprintf(w, "  election: leader %q, term %d, since %s (%v ago)\n", e.Value, e.Term,
 			time.UnixMilli(e.SinceUnixMillis).UTC().Format(time.RFC3339), now.Sub(time.UnixMilli(e.SinceUnixMillis)).Round(time.Second))
+		fmt.Fprintf(w, "    leader: %s\n", leaderWho(st))
 		fmt.Fprintf(w, "    leader field %s\n", e.Leader)
 	default:
-		fmt.Fprintf(w, "  election: led by %s without a record (a Java lock holder?), latest term %d\n", e.Leader, e.Term)
+		fmt.Fprintf(w, "  election: led by %s without a leader record (a Java lock holder?), latest term %d\n", e.Leader, e.Term)
+		fmt.Fprintf(w, "    leader: %s\n", leaderWho(st))
 	}
 	if e.StaleRecord {
 		fmt.Fprintf(w, "    %s is stale: its holder no longer holds the lock\n", e.Record)
 	}
 	fmt.Fprintf(w, "    candidates: %d waiting (subscribed to the lock's channel); followers: %d observing %s\n",
 		e.Candidates, e.Followers, e.Channel)
+}
+
+// leaderWho names the leader of the election st (its first holder) by its
+// client's record (who).
+func leaderWho(st objectStatus) string {
+	h := st.Holders[0]
+	return who(h.ClientID, h.OwnerID, h.Holder, h.HolderNote, false)
 }

@@ -123,7 +123,7 @@ func TestUnlockConfirm(t *testing.T) {
 		args := append([]string{"--force", "--redis", "redis://" + mr.Addr(), "job"}, tc.args...)
 		require.Equal(t, tc.code, unlockCommand(context.Background(), args, io), "%q: %s", tc.answer, errOut.String())
 		require.Equal(t, tc.asked, strings.Contains(errOut.String(),
-			"force-release lock job held by client 3edaecd7-8b5a-4c47-bdc6-fff775044369 owner 82 (count 1)? [y/N]"), errOut.String())
+			"force-release lock job, held by client 3edaecd7-8b5a-4c47-bdc6-fff775044369, owner 82 (no record)  count 1? [y/N]"), errOut.String())
 		require.Equal(t, tc.code != exitOK, mr.Exists("job"), tc.answer)
 	}
 }
@@ -180,6 +180,19 @@ func TestClassifyCounters(t *testing.T) {
 	st = classify("n", kindSema, none, now)
 	require.Equal(t, []string{kindSema, "redisson_sc:{n}"}, []string{st.Kind, st.Channel})
 	require.Equal(t, kindNotALock, classify("n", kindLatch, snapshot{typ: "string", value: "x"}, now).Kind)
+
+	// A latch's key is deleted at 0: a count of 0 or less is a semaphore's.
+	for _, v := range []string{"0", "-3"} {
+		st = classify("n", "", snapshot{typ: "string", value: v, pttl: -1}, now)
+		require.Equal(t, []string{kindSema, "redisson_sc:{n}", ""}, []string{st.Kind, st.Channel, st.LatchChannel}, v)
+	}
+	// Its channels' subscribers show what an integer is used as.
+	for _, tc := range []struct {
+		sem, latch int64
+		want       string
+	}{{0, 0, ""}, {2, 0, kindSema}, {0, 1, kindLatch}, {1, 1, ""}} {
+		require.Equal(t, tc.want, seenAs(objectStatus{Kind: kindCounter, Subscribers: tc.sem, LatchSubscribers: tc.latch}))
+	}
 }
 
 // TestWriteHumanCounters: the human blocks of semaphores and latches.
@@ -206,6 +219,17 @@ func TestWriteHumanCounters(t *testing.T) {
 			"done: countdown latch: open (no key: counted down, or never set)\n  awaiters: 0 subscribed to redisson_countdownlatch__channel__{done}\n"},
 		{objectStatus{Name: "s", Kind: kindSema, RedisType: "string", TTLMillis: 5000, Value: "4", Channel: "redisson_sc:{s}", Subscribers: 2},
 			"s: semaphore: 4 available\n  expiry:   5s left\n  waiters:  2 subscribed to redisson_sc:{s}\n"},
+		{objectStatus{Name: "c", Kind: kindCounter, RedisType: "string", TTLMillis: -1, Value: "4", Channel: "redisson_sc:{c}",
+			LatchChannel: "redisson_countdownlatch__channel__{c}"},
+			"c: semaphore or latch: value 4\n" +
+				"  reading:  a semaphore with 4 permits free and none acquired, or a countdown latch at count 4: " +
+				"Redis keeps nothing else that tells them apart (name it with --semaphore or --latch)\n" +
+				"  waiters:  0 subscribed to redisson_sc:{c}, 0 to redisson_countdownlatch__channel__{c}\n"},
+		{objectStatus{Name: "c", Kind: kindCounter, RedisType: "string", TTLMillis: -1, Value: "4", Channel: "redisson_sc:{c}",
+			LatchChannel: "redisson_countdownlatch__channel__{c}", Subscribers: 2, SeenAs: kindSema},
+			"c: semaphore or latch: value 4, waited on as a semaphore\n" +
+				"  reading:  a semaphore with 4 permits available: 2 client(s) wait for permits, none awaits a latch\n" +
+				"  waiters:  2 subscribed to redisson_sc:{c}, 0 to redisson_countdownlatch__channel__{c}\n"},
 		{objectStatus{Name: "s", Kind: kindSema, RedisType: "none", TTLMillis: -2, Channel: "redisson_sc:{s}"},
 			"s: semaphore: no key (0 available: never initialised, or deleted)\n  waiters:  0 subscribed to redisson_sc:{s}\n"},
 	} {

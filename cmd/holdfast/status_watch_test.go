@@ -50,9 +50,9 @@ func TestStatusWatchUsage(t *testing.T) {
 	}{
 		{[]string{"--watch", "--interval", "0", "x"}, "--interval must be more than 0"},
 		{[]string{"--watch", "--interval", "0s", "x"}, "--interval must be more than 0"},
-		{[]string{"--watch", "x", "--interval", "-1"}, `invalid value "-1" for flag -interval: a duration cannot be negative`},
-		{[]string{"--watch", "--interval", "-500ms", "x"}, `invalid value "-500ms" for flag -interval: a duration cannot be negative`},
-		{[]string{"--watch", "--interval", "soon", "x"}, `invalid value "soon" for flag -interval: not a number of seconds`},
+		{[]string{"--watch", "x", "--interval", "-1"}, `invalid value "-1" for flag --interval: a duration cannot be negative`},
+		{[]string{"--watch", "--interval", "-500ms", "x"}, `invalid value "-500ms" for flag --interval: a duration cannot be negative`},
+		{[]string{"--watch", "--interval", "soon", "x"}, `invalid value "soon" for flag --interval: not a number of seconds`},
 		{[]string{"--interval", "2s", "x"}, "--interval is for --watch"},
 		{[]string{"--watch"}, "name at least one lock, or give --scan PATTERN"},
 	} {
@@ -72,8 +72,8 @@ func TestStatusWatchHelp(t *testing.T) {
 	var out bytes.Buffer
 	require.Equal(t, exitOK, statusCommand(context.Background(), []string{"-h"}, stdio{out: &out, err: &out}))
 	require.Contains(t, out.String(), "       holdfast status --watch [--interval DURATION] [flags] NAME...\n")
-	require.Contains(t, out.String(), "  -watch\n")
-	require.Contains(t, out.String(), "  -interval DURATION\n")
+	require.Contains(t, out.String(), "  --watch\n")
+	require.Contains(t, out.String(), "  --interval DURATION\n")
 	require.Contains(t, out.String(), "(default 1s)")
 }
 
@@ -95,7 +95,7 @@ func TestWatchViewText(t *testing.T) {
 	want := "holdfast status, every 500ms: 2026-11-23 15:04:05.123 +01:00\n\n" + plain.String() +
 		"\nholdfast status, every 500ms: 2026-11-23 15:04:06.123 +01:00\n\nerror: dial tcp: connection refused (trying again in 500ms)\n"
 	require.Equal(t, want, out.String())
-	require.Contains(t, plain.String(), "  lease:    29.5s left\n  holders:  1\n    client c1  owner 7  count 1\n  waiters:  2 subscribed")
+	require.Contains(t, plain.String(), "  lease:    29.5s left\n  holders:  1\n    held by client c1, owner 7 (no record)  count 1\n  "+noRecord+"\n  waiters:  2 subscribed")
 	v.restore()
 	require.Equal(t, want, out.String(), "nothing to restore")
 }
@@ -133,7 +133,7 @@ func TestWatchViewTerminal(t *testing.T) {
 	require.True(t, strings.HasPrefix(first, "\x1b[?25l\x1b[H\x1b[2J\x1b[H"), "%q", first)
 	require.True(t, strings.HasSuffix(first, "\x1b[K\x1b[J"), "%q", first)
 	require.Contains(t, first, "holdfast status, every 1s: 2026-11-23 15:04:05.000 +00:00  (Ctrl-C to stop)\x1b[K\n\x1b[K\n")
-	require.Contains(t, first, "\x1b[K\n    client c1  owner 7  count 1\x1b[K\n")
+	require.Contains(t, first, "\x1b[K\n    held by client c1, owner 7 (no record)  count 1\x1b[K\n")
 	out.Reset()
 	require.NoError(t, v.show(at, nil, errors.New("LOADING")))
 	require.Equal(t, "\x1b[Hholdfast status, every 1s: 2026-11-23 15:04:05.000 +00:00  (Ctrl-C to stop)\x1b[K\n\x1b[K\n"+

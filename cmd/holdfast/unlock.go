@@ -98,7 +98,7 @@ func unlockCommand(ctx context.Context, args []string, io stdio) int {
 		return code
 	}
 	defer rdb.Close()
-	c, err := rlock.New(rdb)
+	c, err := rlock.New(rdb, rlock.WithService(cliService))
 	if err != nil {
 		return redisFailure(io, "unlock", err)
 	}
@@ -142,7 +142,11 @@ func forceRelease(ctx context.Context, c *rlock.Client, rdb redis.UniversalClien
 		ok, err := forceUnlockKind(ctx, c, st)
 		switch {
 		case errors.Is(err, rlock.ErrWrongType):
-			fmt.Fprintf(io.err, "holdfast unlock: %s is not a lock any more\n", name)
+			if line, ok := wrongTypeLine(ctx, rdb, name, ""); ok {
+				fmt.Fprintf(io.err, "holdfast unlock: %s; nothing released\n", line)
+				return exitDataErr
+			}
+			fmt.Fprintf(io.err, "holdfast unlock: %v\n", err)
 			return exitDataErr
 		case errors.Is(err, rlock.ErrInvalidArgument):
 			fmt.Fprintf(io.err, "holdfast unlock: %v\n", err)
@@ -218,15 +222,15 @@ func reportReleased(w io.Writer, st objectStatus) {
 // confirm asks on the terminal whether to force-release st, and reports whether
 // the answer was yes.
 func confirm(io stdio, st objectStatus) bool {
-	who := "nobody"
+	holding := "held by nobody"
 	if len(st.Holders) > 0 {
 		h := st.Holders[0]
-		who = fmt.Sprintf("client %s owner %s (count %d)", h.ClientID, h.OwnerID, h.Count)
+		holding = holderLine(h)
 		if more := len(st.Holders) - 1; more > 0 {
-			who += fmt.Sprintf(" and %d more", more)
+			holding += fmt.Sprintf(" and %d more", more)
 		}
 	}
-	fmt.Fprintf(io.err, "force-release lock %s held by %s? [y/N] ", st.Name, who)
+	fmt.Fprintf(io.err, "force-release lock %s, %s? [y/N] ", st.Name, holding)
 	answer := strings.ToLower(strings.TrimSpace(readLine(io.in)))
 	return answer == "y" || answer == "yes"
 }

@@ -46,7 +46,11 @@ func forceReleasePermit(ctx context.Context, c *rlock.Client, rdb redis.Universa
 		sayNoSuchPermit(io, name, id)
 		return exitOK
 	case errors.Is(err, rlock.ErrWrongType):
-		fmt.Fprintf(io.err, "holdfast unlock: %s is not a permit-expirable semaphore any more; nothing released\n", name)
+		if line, ok := wrongTypeLine(ctx, rdb, name, kindPermits); ok {
+			fmt.Fprintf(io.err, "holdfast unlock: %s; nothing released\n", line)
+			return exitDataErr
+		}
+		fmt.Fprintf(io.err, "holdfast unlock: %v\n", err)
 		return exitDataErr
 	case errors.Is(err, rlock.ErrInvalidArgument):
 		fmt.Fprintf(io.err, "holdfast unlock: %v\n", err)
@@ -74,7 +78,11 @@ func notPermitSemaphore(io stdio, st objectStatus, id string) (code int, done bo
 		sayNoSuchPermit(io, st.Name, id)
 		return exitOK, true
 	}
-	fmt.Fprintf(io.err, "holdfast unlock: %s: %s; no permit released\n", st.Name, headline(st))
+	what := headline(st)
+	if st.Kind == kindNotALock {
+		what = notA(wantOf(kindPermits), st.RedisType)
+	}
+	fmt.Fprintf(io.err, "holdfast unlock: %s: %s; no permit released\n", st.Name, what)
 	return exitDataErr, true
 }
 
