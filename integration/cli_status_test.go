@@ -105,11 +105,11 @@ type cliHolder struct {
 
 // cliQueued is a fair lock's waiter in cliStatus.
 type cliQueued struct {
-	Field              string `json:"field"`
-	ClientID           string `json:"client_id"`
-	OwnerID            string `json:"owner_id"`
-	DeadlineUnixMillis *int64 `json:"deadline_unix_ms"`
-	DeadlineInMillis   *int64 `json:"deadline_in_ms"`
+	Field              string     `json:"field"`
+	ClientID           string     `json:"client_id"`
+	OwnerID            string     `json:"owner_id"`
+	DeadlineUnixMillis *int64     `json:"deadline_unix_ms"`
+	DeadlineInMillis   *int64     `json:"deadline_in_ms"`
 	Channel            string     `json:"channel"`
 	Subscribers        int64      `json:"subscribers"`
 	Waiter             *cliRecord `json:"waiter"`

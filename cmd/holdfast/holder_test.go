@@ -138,11 +138,11 @@ func TestDocsAndHelpAgree(t *testing.T) {
 func TestDashedFlagError(t *testing.T) {
 	for in, want := range map[string]string{
 		`invalid value "-1" for flag -interval: a duration cannot be negative`: `invalid value "-1" for flag --interval: a duration cannot be negative`,
-		`invalid value "abc" for flag -w: not a number`:                         `invalid value "abc" for flag -w: not a number`,
-		`flag provided but not defined: -bogus`:                                 `flag provided but not defined: --bogus`,
-		`flag needs an argument: -redis`:                                        `flag needs an argument: --redis`,
-		`invalid boolean value "x" for -json: parse error`:                      `invalid boolean value "x" for --json: parse error`,
-		`missing the lock's NAME`:                                               `missing the lock's NAME`,
+		`invalid value "abc" for flag -w: not a number`:                        `invalid value "abc" for flag -w: not a number`,
+		`flag provided but not defined: -bogus`:                                `flag provided but not defined: --bogus`,
+		`flag needs an argument: -redis`:                                       `flag needs an argument: --redis`,
+		`invalid boolean value "x" for -json: parse error`:                     `invalid boolean value "x" for --json: parse error`,
+		`missing the lock's NAME`:                                              `missing the lock's NAME`,
 	} {
 		require.Equal(t, want, dashedFlagError(errors.New(in)).Error())
 	}

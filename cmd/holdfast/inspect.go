@@ -51,7 +51,7 @@ type objectStatus struct {
 	Permits          []permit        `json:"permits,omitempty"`          // permit_semaphore: the acquired permits, earliest expiry first
 	LatchChannel     string          `json:"latch_channel,omitempty"`    // semaphore_or_latch: the latch's channel
 	LatchSubscribers int64           `json:"latch_subscribers,omitempty"`
-	SeenAs           string          `json:"seen_as,omitempty"` // semaphore_or_latch: "semaphore" or "latch" when only that kind's channel has subscribers
+	SeenAs           string          `json:"seen_as,omitempty"`  // semaphore_or_latch: "semaphore" or "latch" when only that kind's channel has subscribers
 	Election         *electionStatus `json:"election,omitempty"` // an election's leader, candidates and followers (status_election.go)
 
 	as string // what the user said the name is (inspectAs): not shown
