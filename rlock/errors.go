@@ -150,28 +150,58 @@ var errWaitElapsed = errors.New("wait time elapsed")
 // waitEnded is the error of a call on the object name whose ctx ended it (see
 // Client.waitContext): ErrClosed when Close ended it; for an acquisition, an
 // error matching ErrNotAcquired and, when TryLock's wait time ended it,
-// errWaitElapsed, else ctx.Err(), as Lock and TryLock document; for another
-// wait (a latch's Await), ctx.Err().
+// errWaitElapsed, else ctx's error (ctxEnded), as Lock and TryLock document;
+// for another wait (a latch's Await), ctx's error.
 func waitEnded(ctx context.Context, name string, acquiring bool) error {
-	cause := context.Cause(ctx)
+	cause, end := context.Cause(ctx), ctxEnded(ctx)
 	switch {
 	case errors.Is(cause, ErrClosed):
 		return ErrClosed
 	case !acquiring:
-		return ctx.Err()
+		return end
 	case errors.Is(cause, errWaitElapsed):
 		return fmt.Errorf("%w: %s: %w", ErrNotAcquired, quote(name), errWaitElapsed)
 	}
-	return fmt.Errorf("%w: %s: %w", ErrNotAcquired, quote(name), ctx.Err())
+	return fmt.Errorf("%w: %s: %w", ErrNotAcquired, quote(name), end)
 }
 
-// gaveUp makes the error of an acquisition during which ctx ended what
-// waitEnded says, unless it already matches ErrNotAcquired and ctx.Err().
-func gaveUp(ctx context.Context, name string, err error) error {
-	if err == nil || ctx.Err() == nil || errors.Is(err, ErrNotAcquired) && errors.Is(err, ctx.Err()) {
+// gaveUp is the one rule for the error err of a call on the object name that
+// acquires (acquiring: a lock, permits, a leadership) or waits (a latch's
+// Await) when its ctx may have ended. Once ctx has ended (ctxEnded), the call
+// ended because of it, whatever err says (ctx's error from go-redis, an i/o
+// timeout at the deadline ctx gave a socket, a subscription cut short, a
+// refusal read as ctx ended), and the error is waitEnded's: for an
+// acquisition one matching ErrNotAcquired and ctx's error, for Await ctx's
+// error, after Close ErrClosed. Two errors stand as they are: ErrClosed, and
+// ErrNotReplicated (an acquisition undone, which its callers document even
+// while waiting). nil, and any error of a call whose ctx has not ended, are
+// returned as they are.
+func gaveUp(ctx context.Context, name string, acquiring bool, err error) error {
+	end := ctxEnded(ctx)
+	switch {
+	case err == nil || end == nil:
+		return err
+	case errors.Is(err, ErrClosed) || errors.Is(err, ErrNotReplicated):
+		return err
+	case errors.Is(err, end) && (!acquiring || errors.Is(err, ErrNotAcquired)):
 		return err
 	}
-	return waitEnded(ctx, name, true)
+	return waitEnded(ctx, name, acquiring)
+}
+
+// ctxEnded returns ctx's error once it has ended, else nil. A ctx whose
+// deadline has passed has ended (context.DeadlineExceeded) even before its
+// timer fires and ctx.Err() says so: a socket given that deadline
+// (ContextTimeoutEnabled) may fail a round trip first, and under load ctx.Err()
+// can stay nil for a while after.
+func ctxEnded(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // quote renders a lock name for error messages, cut to 64 bytes.

@@ -131,9 +131,9 @@ func (s *ExpirableSemaphore) acquire(ctx context.Context, n int64, o permitOptio
 		p, absent, err := s.attempt(ctx, ids, o.lease)
 		switch {
 		case err != nil || p != nil:
-			return p, err
+			return p, gaveUp(ctx, s.o.name, true, err)
 		case !wait:
-			return nil, notAvailable(s.o.name, n, absent)
+			return nil, gaveUp(ctx, s.o.name, true, notAvailable(s.o.name, n, absent))
 		}
 	}
 	var deadline time.Time
@@ -146,10 +146,8 @@ func (s *ExpirableSemaphore) acquire(ctx context.Context, n int64, o permitOptio
 		w := newPermitWaiter(n)
 		w.ids, w.lease = ids, o.lease
 		g, err := c.waitPermits(ctx, &s.o, expirableKind{s}, w, s.keys.Channel())
-		if err != nil && ctx.Err() != nil && !errors.Is(err, ErrNotReplicated) {
-			return nil, waitEnded(ctx, s.o.name, true)
-		} else if err != nil {
-			return nil, err
+		if err != nil {
+			return nil, gaveUp(ctx, s.o.name, true, err)
 		}
 		life := s.life(o.lease)
 		expiry := cmp.Or(g.expiry, g.sent.UnixMilli()+life.Milliseconds())

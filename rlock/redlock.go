@@ -110,10 +110,7 @@ func (r *RedLock) lock(ctx context.Context, lo lockOptions) (*MultiLease, error)
 		},
 		watch: r.observers().observedIn(ctx),
 	})
-	if err != nil && ctx.Err() != nil && !errors.Is(err, ErrNotAcquired) {
-		return nil, waitEnded(ctx, r.parts[0].name, true)
-	}
-	return l, err
+	return l, gaveUp(ctx, r.parts[0].name, true, err)
 }
 
 // round tries every part at once and keeps the acquisitions if they make a
@@ -137,11 +134,8 @@ func (r *RedLock) round(ctx context.Context, lo lockOptions) (*MultiLease, error
 		return newMultiLease(observe.KindRedLock, leases, validUntil), nil
 	}
 	giveBackAll(context.WithoutCancel(ctx), leases)
-	if err := ctx.Err(); err != nil {
-		return nil, waitEnded(ctx, r.parts[0].name, true)
-	}
-	return nil, fmt.Errorf("%w: %s: %d of %d primaries granted it, %v of its lease left (first refusal: %w)",
-		ErrNotAcquired, quote(r.parts[0].name), len(leases), len(r.parts), validity.Round(time.Millisecond), firstError(errs))
+	return nil, gaveUp(ctx, r.parts[0].name, true, fmt.Errorf("%w: %s: %d of %d primaries granted it, %v of its lease left (first refusal: %w)",
+		ErrNotAcquired, quote(r.parts[0].name), len(leases), len(r.parts), validity.Round(time.Millisecond), firstError(errs)))
 }
 
 // tryAll makes one attempt on every part at once, each bounded by timeout, and

@@ -2,7 +2,6 @@ package rlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -101,20 +100,17 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait bool, deadline ti
 		r, err := s.take(ctx, s.o.request(), n)
 		switch {
 		case err != nil:
-			return s.o.wrap(err)
+			return gaveUp(ctx, s.o.name, true, s.o.wrap(err))
 		case r > 0:
 			return nil
 		case !wait:
-			return notAvailable(s.o.name, n, r == lua.SemaphoreAbsent)
+			return gaveUp(ctx, s.o.name, true, notAvailable(s.o.name, n, r == lua.SemaphoreAbsent))
 		}
 	}
 	ctx, stop := c.waitContext(ctx, deadline)
 	defer stop()
 	_, err := c.waitPermits(ctx, &s.o, semaphoreKind{s}, newPermitWaiter(n), lua.SemaphoreChannel(s.o.name))
-	if err != nil && ctx.Err() != nil && !errors.Is(err, ErrNotReplicated) {
-		return waitEnded(ctx, s.o.name, true)
-	}
-	return err
+	return gaveUp(ctx, s.o.name, true, err)
 }
 
 // take takes permits for waiters that want wants (the caller's first, see

@@ -177,12 +177,9 @@ func (w syncWait[T]) run(ctx context.Context, o *syncObject) (T, error) {
 }
 
 // stopped returns err, or when ctx ended the wait the error that says so
-// (waitEnded).
+// (gaveUp).
 func (w syncWait[T]) stopped(ctx context.Context, o *syncObject, err error) error {
-	if err == nil || ctx.Err() == nil {
-		return err
-	}
-	return waitEnded(ctx, o.name, w.acquiring)
+	return gaveUp(ctx, o.name, w.acquiring, err)
 }
 
 // semaphoreWake is the wake policy of a semaphore's channel (both kinds share

@@ -62,7 +62,7 @@ func (c *Client) acquire(ctx context.Context, lk *lockDef, o *owner, lo lockOpti
 		// any pub/sub work.
 		l, ttl, err := c.attempt(ctx, o, lk, lo)
 		if err == nil || reentrant || !wait || !errors.Is(err, ErrNotAcquired) || ctx.Err() != nil {
-			return l, gaveUp(ctx, lk.Name(), err)
+			return l, gaveUp(ctx, lk.Name(), true, err)
 		}
 		first = c.opts.expiry(ttl)
 	}
@@ -124,10 +124,7 @@ func (c *Client) spin(ctx context.Context, lk *lockDef, o *owner, lo lockOptions
 		},
 		watch: c.obs.observedIn(ctx),
 	})
-	if err != nil && ctx.Err() != nil {
-		return nil, waitEnded(ctx, lk.Name(), true)
-	}
-	return l, err
+	return l, gaveUp(ctx, lk.Name(), true, err)
 }
 
 // wait queues w on name, waits for its turn and then leads until w holds the
@@ -169,13 +166,10 @@ func (c *Client) lead(ctx context.Context, e *lockEntry, w *waiter) (*Lease, err
 		heard:     func() { c.locked(e.heard) },
 		watch:     c.obs.observedIn(ctx),
 	})
-	switch {
-	case err == nil:
+	if err == nil {
 		return l, nil
-	case ctx.Err() != nil:
-		return c.leave(e, w, waitEnded(ctx, e.name, true))
 	}
-	return c.leave(e, w, err)
+	return c.leave(e, w, gaveUp(ctx, e.name, true, err))
 }
 
 // join returns the queue's subscription to the lock's release channel, making it

@@ -67,10 +67,7 @@ func (c *Client) takeTurn(ctx context.Context, e *lockEntry, w *waiter) (*Lease,
 		wake:  w.wake,
 		watch: c.obs.observedIn(ctx),
 	})
-	if err != nil && ctx.Err() != nil {
-		return nil, waitEnded(ctx, e.name, true)
-	}
-	return l, err
+	return l, gaveUp(ctx, e.name, true, err)
 }
 
 // subscribeWaiter subscribes to w's own channel on the fair lock of e, on which
@@ -81,8 +78,6 @@ func (c *Client) subscribeWaiter(ctx context.Context, e *lockEntry, w *waiter) (
 	switch {
 	case errors.Is(err, pubsub.ErrClosed):
 		return nil, ErrClosed
-	case err != nil && ctx.Err() != nil:
-		return nil, waitEnded(ctx, e.name, true)
 	case err != nil:
 		return nil, fmt.Errorf("rlock: subscribe to %s: %w", quote(e.name), err)
 	}
