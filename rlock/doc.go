@@ -76,8 +76,10 @@
 // without the lock asks Err right before each write (ExampleLease_Done).
 // With client tracking (WithTracking, on by default) a deleted, replaced or
 // failed-over key is known within a round trip instead of at the next
-// renewal. WithOnLost calls a function once per lost hold, WithLogger logs
-// it, and an observer (WithObserver) is told. docs/safety.md says what a lease
+// renewal. WithOnLost calls a function once per lost hold, the client's
+// logger (slog.Default unless WithLogger sets another, or none) logs it, as
+// it logs the renewal rounds that fail before, with the lease left, and an
+// observer (WithObserver) is told. docs/safety.md says what a lease
 // guarantees and what a fencing token adds; docs/design.md, "Loss known at
 // once", how a loss is found.
 //

@@ -82,7 +82,8 @@ func (d *demo) newClient(label string) (*rlock.Client, error) {
 		default:
 		}
 	}
-	return rlock.New(d.rdb, rlock.WithWatchdogTimeout(demoWatchdog), rlock.WithOnLost(onLost))
+	// no log (WithLogger(nil)): the demo tells its losses in its own timeline
+	return rlock.New(d.rdb, rlock.WithWatchdogTimeout(demoWatchdog), rlock.WithOnLost(onLost), rlock.WithLogger(nil))
 }
 
 // close closes both clients, waiting for their goroutines.

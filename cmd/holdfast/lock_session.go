@@ -88,8 +88,9 @@ func (s *lockSession) connectAndLock(ctx context.Context) (int, error) {
 		return exitUsage, err
 	}
 	s.rdb = rdb
+	// no library log (WithLogger(nil)): the command says a loss itself, in one line
 	if s.c, err = rlock.New(rdb, rlock.WithWatchdogTimeout(s.cfg.watchdog), rlock.WithReleaseTimeout(s.cfg.conn.timeout),
-		rlock.WithService(cliService)); err != nil {
+		rlock.WithService(cliService), rlock.WithLogger(nil)); err != nil {
 		return exitUsage, err
 	}
 	stop := s.progress(ctx)
