@@ -1,10 +1,6 @@
 package rlock
 
-import (
-	"time"
-
-	"github.com/holdfast-go/holdfast/watchdog"
-)
+import "github.com/holdfast-go/holdfast/watchdog"
 
 // follow returns s, which from now on also wakes every waiter of this client
 // on channel when the client's tracker hears that key changed with nothing
@@ -16,8 +12,28 @@ import (
 // they last read; the waiters' queues and scripts then decide who gets in,
 // as after a message. Closing the result stops following.
 func (c *Client) follow(s subscription, channel, key string, count bool) subscription {
-	stop := c.wd.Follow(&watchdog.Follow{Key: key, Count: count, News: func(at time.Time, _ int64) { c.hub.Changed(channel, at) }})
-	return &followed{subscription: s, stop: stop}
+	return c.followWith(s, channel, &watchdog.Follow{Key: key, Count: count,
+		News: func(r watchdog.Read) { c.hub.Changed(channel, r.At) },
+	})
+}
+
+// followFair is follow for a fair lock's waiter whose field is field, on its
+// own channel: as the fair lock's release does, only the first waiter of the
+// lock's queue (queue) is woken, and only when it is this one, or the queue
+// is empty; the others would attempt in vain.
+func (c *Client) followFair(s subscription, channel, key, queue, field string) subscription {
+	return c.followWith(s, channel, &watchdog.Follow{Key: key, Queue: queue,
+		News: func(r watchdog.Read) {
+			if r.Head == "" || r.Head == field {
+				c.hub.Changed(channel, r.At)
+			}
+		},
+	})
+}
+
+// followWith starts f, which tells channel, and returns s with it.
+func (c *Client) followWith(s subscription, channel string, f *watchdog.Follow) subscription {
+	return &followed{subscription: s, stop: c.wd.Follow(f)}
 }
 
 // followed is a subscription whose Close also stops following its key.

@@ -73,7 +73,8 @@ func (c *Client) takeTurn(ctx context.Context, e *lockEntry, w *waiter) (*Lease,
 // subscribeWaiter subscribes to w's own channel on the fair lock of e, on which
 // a release wakes the queue's head.
 func (c *Client) subscribeWaiter(ctx context.Context, e *lockEntry, w *waiter) (subscription, error) {
-	channel := lua.WaiterChannel(e.name, e.lk.fieldOf(w.o, c.id).String())
+	field := e.lk.fieldOf(w.o, c.id).String()
+	channel := lua.WaiterChannel(e.name, field)
 	s, err := c.backend.subscribe(ctx, channel)
 	switch {
 	case errors.Is(err, pubsub.ErrClosed):
@@ -81,7 +82,7 @@ func (c *Client) subscribeWaiter(ctx context.Context, e *lockEntry, w *waiter) (
 	case err != nil:
 		return nil, fmt.Errorf("rlock: subscribe to %s: %w", quote(e.name), err)
 	}
-	return c.follow(s, channel, e.lk.Name(), false), nil
+	return c.followFair(s, channel, e.lk.Name(), lua.QueueName(e.name), field), nil
 }
 
 // leaveQueue takes w out of the fair lock's Redis queue after it gave up, so

@@ -76,6 +76,8 @@ type tracker struct {
 	retryAt time.Time            // when to look at them again
 	follows map[string][]*Follow // waiters' keys (follow.go)
 	unread  map[string]time.Time // followed keys to read (new, or changed), by when the news came
+	later   map[string]time.Time // followed keys whose read is put off (busy keys), likewise
+	heard   map[string]time.Time // when each followed key last changed
 
 	poke      chan struct{}
 	done      chan struct{}  // closed when the checker returns
@@ -92,7 +94,7 @@ func newTracker(w *Watchdog, rdb redis.UniversalClient) *tracker {
 	}
 	t := &tracker{w: w, rdb: rdb, log: w.opts.Logger, obs: w.opts.Tracking, delay: w.opts.TrackDelay,
 		nodes: make(map[string]*node), dirty: make(map[string]struct{}), poke: make(chan struct{}, 1),
-		done: make(chan struct{}), follows: make(map[string][]*Follow), unread: make(map[string]time.Time)}
+		done: make(chan struct{}), follows: make(map[string][]*Follow), unread: make(map[string]time.Time), later: make(map[string]time.Time), heard: make(map[string]time.Time)}
 	t.gap = t.delay
 	go t.run()
 	return t
