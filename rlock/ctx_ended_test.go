@@ -63,8 +63,8 @@ func TestGaveUp(t *testing.T) {
 // TestCtxEndedFirstAttempt: the first attempt of every kind, made with a
 // ctx that has ended (go-redis fails it with ctx's error before sending) or
 // whose deadline has passed while its round trip failed with an i/o
-// timeout, fails with an error matching ErrNotAcquired and ctx's error (a
-// latch's Await: ctx's error).
+// timeout, fails with an error matching ErrNotAcquired and ctx's error, a
+// latch's Await too.
 func TestCtxEndedFirstAttempt(t *testing.T) {
 	f := newFakeLock()
 	c := newFakeClient(t, f)
@@ -91,8 +91,8 @@ func TestCtxEndedFirstAttempt(t *testing.T) {
 		requireEndedBy(t, context.Canceled, call(canceled), what+", ctx canceled")
 		requireEndedBy(t, context.DeadlineExceeded, call(late), what+", deadline passed")
 	}
-	require.ErrorIs(t, c.NewCountDownLatch("l").Await(canceled), context.Canceled)
-	require.ErrorIs(t, c.NewCountDownLatch("l").Await(late), context.DeadlineExceeded)
+	requireEndedBy(t, context.Canceled, c.NewCountDownLatch("l").Await(canceled), "Await, ctx canceled")
+	requireEndedBy(t, context.DeadlineExceeded, c.NewCountDownLatch("l").Await(late), "Await, deadline passed")
 }
 
 // errOnly drops the value of a call's reply.

@@ -91,8 +91,9 @@ func (l *CountDownLatch) Delete(ctx context.Context) (_ bool, err error) {
 
 // Await waits until the count is zero: at once when it is (or the latch is
 // not set), else until a read finds it zero (nil) or deleted (an error
-// matching ErrLatchDeleted), or ctx is done (ctx's error; ErrClosed once the
-// Client is closed). It decides on the count it reads, woken by the latch's
+// matching ErrLatchDeleted), or ctx is done (an error matching both
+// ErrNotAcquired and ctx's error, as every wait of the package; ErrClosed
+// once the Client is closed). It decides on the count it reads, woken by the latch's
 // messages and at least every recheck interval: a latch that opened and was
 // set again before the awaiter read it is awaited on its new count, as Java's
 // await does. Deleted means: the count read above zero, then the latch's
@@ -106,7 +107,7 @@ func (l *CountDownLatch) Await(ctx context.Context) (err error) {
 	}
 	var news latchNews    // what this awaiter hears on the latch's channel
 	var seen *latchCounts // the news heard by the last read that found the latch set
-	w := syncWait[struct{}]{channel: l.channel, wake: latchWake, heard: news.count, attempt: func(ctx context.Context) (turn[struct{}], error) {
+	w := syncWait[struct{}]{channel: l.channel, wake: latchWake, heard: news.count, acquiring: true, attempt: func(ctx context.Context) (turn[struct{}], error) {
 		n, err := lua.Count(ctx, l.o.c.rdb, l.o.name)
 		now := news.snapshot()
 		switch {
