@@ -95,8 +95,19 @@
 // client is: from its first hold until Close a Client keeps a small record of
 // itself in Redis (service, host, pid, library version, start;
 // Client.Identity), whose service WithService names, so that holdfast status
-// (docs/cli.md) and the observers can name a holder "orders-svc on host-3,
-// pid 4121" rather than by a UUID. A Java holder has no record.
+// and the command's busy lines (docs/cli.md), or identity.Read, name a
+// holder "orders-svc on host-3, pid 4121" rather than by a UUID. A Java
+// holder has no record.
+//
+// # Waiting
+//
+// A waiting call listens on the object's channel, as Redisson's do, and
+// sleeps at most until the lease it read: no wait outlives the hold it waits
+// for. With client tracking a waiter also follows the key it waits on, so
+// that a hold ended with nothing published (an operator's DEL, a FLUSHALL, an
+// eviction, a restart that lost it, a count set by hand) lets it in within a
+// round trip, in every process. A wait ended by its ctx returns an error
+// matching both ErrNotAcquired and ctx's error (docs/design.md, "Waiting").
 //
 // # Options
 //
