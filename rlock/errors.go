@@ -96,8 +96,8 @@ var (
 	ErrReleased = errors.New("rlock: permits released")
 
 	// ErrLatchDeleted: CountDownLatch.Await returns it when the latch it
-	// waited for was deleted (its delete message heard, its key gone) rather
-	// than counted down to zero.
+	// waited for was deleted (its delete message heard, its key gone, no
+	// opening message heard within 100 ms) rather than counted down to zero.
 	ErrLatchDeleted = errors.New("rlock: latch deleted while awaited")
 
 	// ErrUnreachable: a call could not reach Redis: the connection was refused
