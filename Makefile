@@ -29,7 +29,7 @@ GOFILES = $(shell find . -name '*.go' -not -path './.git/*' -not -path '*/testda
 wake-table: setup
 	cd integration && $(GO) test -count=1 -run '^$$' -bench OutsideEnd -benchtime 1x .
 
-.PHONY: wake-table test lint fmt-check vet vet-containers test-root test-integration test-otel setup servers test-servers release-check bench bench-semaphore bench-loss bench-scale cycle-compare bench-docs soak chaos partition fuzz
+.PHONY: wake-table test lint fmt-check vet vet-containers test-root test-integration test-otel test-fips setup servers test-servers release-check bench bench-semaphore bench-loss bench-scale cycle-compare bench-docs soak chaos partition fuzz
 
 ## test: the CI test command: setup (installs redis-server when missing), lint, then race
 ## tests of both modules. One command on a fresh clone; setup is quick and silent but for
@@ -71,6 +71,13 @@ test-integration:
 ## test-otel: the OpenTelemetry modules only: holdfastotel and examples/otel.
 test-otel:
 	@GO='$(GO)' bash scripts/test.sh holdfastotel examples/otel -- $(GOTESTFLAGS)
+
+## test-fips: holdfast under GODEBUG=fips140=only (Go's FIPS 140-only mode, where crypto/sha1
+## panics): `holdfast version`, `holdfast demo`, and the integration tests that cover locks,
+## semaphores, latches, election, the NOSCRIPT fallback and the CLI, each program started with
+## the setting (scripts/test-fips.sh; about 40 s on 2 cores). CI runs it after `make test`.
+test-fips: setup
+	@GO='$(GO)' bash scripts/test-fips.sh
 
 ## setup: install what the tests need (redis-server) on a Debian machine; idempotent.
 setup:

@@ -19,6 +19,7 @@ package integration
 
 import (
 	"context"
+	"crypto/fips140"
 	"crypto/sha1"
 	"errors"
 	"fmt"
@@ -590,7 +591,10 @@ type bwCmd struct {
 }
 
 // bwReleaseScripts holds the SHA1 digests and texts of the release scripts, read
-// from the checkout (this module lives in the library's repository).
+// from the checkout (this module lives in the library's repository). The
+// digests are this test's own reckoning of what the server names the scripts
+// by, computed as the server does, without the enforcement of
+// GODEBUG=fips140=only (make test-fips), under which crypto/sha1 panics.
 var bwReleaseScripts = func() map[string]bool {
 	m := map[string]bool{}
 	for _, f := range []string{"../lua/release.lua", "../lua/release_partial.lua"} {
@@ -598,7 +602,7 @@ var bwReleaseScripts = func() map[string]bool {
 		if err != nil {
 			panic(err)
 		}
-		m[fmt.Sprintf("%x", sha1.Sum(src))] = true
+		fips140.WithoutEnforcement(func() { m[fmt.Sprintf("%x", sha1.Sum(src))] = true })
 		m[string(src)] = true
 	}
 	return m

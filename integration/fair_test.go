@@ -913,7 +913,7 @@ type javaFair struct{ javaPeer }
 var (
 	// KEYS: N, queue, timeouts. ARGV: lease, lock name, wait, now.
 	// nil: acquired; integer: ttl (the waiter is queued).
-	javaFairAcquire = redis.NewScript(`
+	javaFairAcquire = newScript(`
 while true do
   local head = redis.call('lindex', KEYS[2], 0)
   if head == false then break end
@@ -956,7 +956,7 @@ return ttl`)
 
 	// KEYS: N, queue, timeouts. ARGV: lease, lock name, now, wait (note the
 	// order). nil: acquired; 1: not acquired. Never queues.
-	javaFairTryAcquire = redis.NewScript(`
+	javaFairTryAcquire = newScript(`
 while true do
   local head = redis.call('lindex', KEYS[2], 0)
   if head == false then break end
@@ -987,7 +987,7 @@ return 1`)
 	// KEYS: N, queue, timeouts, channel prefix, latch. ARGV: "0", lease,
 	// lock name, now, publish command, latch ttl. nil: not owner; 0: still
 	// held; 1: released (or N already gone).
-	javaFairUnlock = redis.NewScript(`
+	javaFairUnlock = newScript(`
 local val = redis.call('get', KEYS[5])
 if val ~= false then return tonumber(val) end
 while true do
@@ -1018,7 +1018,7 @@ if head ~= false then redis.call(ARGV[5], KEYS[4] .. ':' .. head, ARGV[1]) end
 return 1`)
 
 	// KEYS: queue, timeouts. ARGV: lock name, wait.
-	javaFairAcquireFailed = redis.NewScript(`
+	javaFairAcquireFailed = newScript(`
 local pos = redis.call('lpos', KEYS[1], ARGV[1])
 if pos ~= false then
   local behind = redis.call('lrange', KEYS[1], pos + 1, -1)

@@ -20,20 +20,20 @@ var (
 	// floorHashAcquire and floorHashRelease are the fewest calls a lock in
 	// Redisson's layout (a hash, taken and released by scripts) can make: no
 	// expected count, no hand-off, no unlock latch.
-	floorHashAcquire = redis.NewScript(`if redis.call('exists', KEYS[1]) == 0 then
+	floorHashAcquire = newScript(`if redis.call('exists', KEYS[1]) == 0 then
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   return redis.status_reply('OK')
 end
 return redis.call('pttl', KEYS[1])`)
-	floorHashRelease = redis.NewScript(`if redis.call('hdel', KEYS[1], ARGV[1]) == 0 then
+	floorHashRelease = newScript(`if redis.call('hdel', KEYS[1], ARGV[1]) == 0 then
   return 0
 end
 redis.call('publish', KEYS[2], '0')
 return 1`)
 	// floorStringRelease is the release of a string lock taken with SET NX PX
 	// (redsync's and bsm/redislock's shape, not Redisson's).
-	floorStringRelease = redis.NewScript(`if redis.call('get', KEYS[1]) == ARGV[1] then
+	floorStringRelease = newScript(`if redis.call('get', KEYS[1]) == ARGV[1] then
   return redis.call('del', KEYS[1])
 end
 return 0`)

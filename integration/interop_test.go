@@ -64,14 +64,14 @@ func TestInteropCluster(t *testing.T) {
 }
 
 var (
-	javaLock = redis.NewScript(`
+	javaLock = newScript(`
 if (redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   return nil
 end
 return redis.call('pttl', KEYS[1])`)
-	javaUnlock = redis.NewScript(`
+	javaUnlock = newScript(`
 local val = redis.call('get', KEYS[3])
 if val ~= false then return tonumber(val) end
 if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil end

@@ -58,7 +58,7 @@ func javaNow() int64 { return time.Now().UnixMilli() }
 // §2.11 RSemaphore.
 var (
 	// K1 = N; A1 = n. If K1 exists and its value >= n: DECRBY n, return 1; else 0.
-	javaSemTryAcquire = redis.NewScript(`
+	javaSemTryAcquire = newScript(`
 local value = redis.call('get', KEYS[1])
 if (value ~= false and tonumber(value) >= tonumber(ARGV[1])) then
   redis.call('decrby', KEYS[1], ARGV[1])
@@ -66,11 +66,11 @@ if (value ~= false and tonumber(value) >= tonumber(ARGV[1])) then
 end
 return 0`)
 	// K1 = N, K2 = channel; A1 = n, A2 = publish command. v = INCRBY n; publish v.
-	javaSemRelease = redis.NewScript(`
+	javaSemRelease = newScript(`
 local value = redis.call('incrby', KEYS[1], ARGV[1])
 redis.call(ARGV[2], KEYS[2], value)`)
 	// As release, but only when K1 exists; returns whether it did.
-	javaSemReleaseIfExists = redis.NewScript(`
+	javaSemReleaseIfExists = newScript(`
 if redis.call('exists', KEYS[1]) == 0 then
   return 0
 end
@@ -79,7 +79,7 @@ redis.call(ARGV[2], KEYS[2], value)
 return 1`)
 	// K1, K2; A1 = n, A2 = publish command [, A3 = ttl ms]. If GET is nil: SET n
 	// (PX A3), publish n, return 1; else 0.
-	javaSemTrySetPermits = redis.NewScript(`
+	javaSemTrySetPermits = newScript(`
 local value = redis.call('get', KEYS[1])
 if (value == false) then
   if ARGV[3] ~= nil then
@@ -92,7 +92,7 @@ if (value == false) then
 end
 return 0`)
 	// K1, K2; A1 = d, A2 = publish command. v = (GET or 0) + d; SET v; publish v.
-	javaSemAddPermits = redis.NewScript(`
+	javaSemAddPermits = newScript(`
 local value = redis.call('get', KEYS[1])
 if (value == false) then
   value = 0
@@ -101,7 +101,7 @@ local v = tonumber(value) + tonumber(ARGV[1])
 redis.call('set', KEYS[1], v)
 redis.call(ARGV[2], KEYS[2], v)`)
 	// K1. If GET is nil return 0; else SET 0 and return the previous value.
-	javaSemDrainPermits = redis.NewScript(`
+	javaSemDrainPermits = newScript(`
 local value = redis.call('get', KEYS[1])
 if (value == false) then
   return 0
@@ -183,7 +183,7 @@ end
 var (
 	// K1 = N, K2 = Z, K3 = C; A1 = count, A2 = expiry (now + lease, or S),
 	// A3 = now, A4 = S, A5 = publish command, A6.. = ids.
-	javaPESTryAcquire = redis.NewScript(javaReclaim + `
+	javaPESTryAcquire = newScript(javaReclaim + `
 reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[3], ARGV[5], ARGV[1])
 local value = redis.call('get', KEYS[1])
 if (value ~= false and tonumber(value) >= tonumber(ARGV[1])) then
@@ -204,7 +204,7 @@ end
 return nil`)
 	// K1 = N, K2 = C, K3 = Z; A1 = id, A2 = 1, A3 = now, A4 = publish command.
 	// No reclaim.
-	javaPESTryReleaseOne = redis.NewScript(`
+	javaPESTryReleaseOne = newScript(`
 local expire = redis.call('zscore', KEYS[3], ARGV[1])
 local removed = redis.call('zrem', KEYS[3], ARGV[1])
 if removed == 0 then
@@ -218,7 +218,7 @@ end
 return 1`)
 	// K1 = N, K2 = C, K3 = Z; A1 = number of ids (unused), A2 = now,
 	// A3 = publish command, A4.. = ids. All or nothing.
-	javaPESTryReleaseList = redis.NewScript(javaReclaim + `
+	javaPESTryReleaseList = newScript(javaReclaim + `
 for i = 4, #ARGV do
   local expire = redis.call('zscore', KEYS[3], ARGV[i])
   if expire == false or tonumber(expire) <= tonumber(ARGV[2]) then
@@ -231,7 +231,7 @@ redis.call('incrby', KEYS[1], r)
 redis.call(ARGV[3], KEYS[2], r)
 return r`)
 	// K1 = N, K2 = Z, K3 = C; A1 = now, A2 = publish command.
-	javaPESAvailable = redis.NewScript(javaReclaim + `
+	javaPESAvailable = newScript(javaReclaim + `
 local value = reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], nil)
 if value ~= nil then
   return value
@@ -241,18 +241,18 @@ if value == false then
   return 0
 end
 return tonumber(value)`)
-	javaPESGetPermits = redis.NewScript(javaReclaim + `
+	javaPESGetPermits = newScript(javaReclaim + `
 reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], nil)
 local value = redis.call('get', KEYS[1])
 if value == false then
   return 0
 end
 return tonumber(value) + redis.call('zcount', KEYS[2], 0, '+inf')`)
-	javaPESAcquired = redis.NewScript(javaReclaim + `
+	javaPESAcquired = newScript(javaReclaim + `
 reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], nil)
 return redis.call('zcount', KEYS[2], 0, '+inf')`)
 	// K1 = N, K2 = C, K3 = Z; A1 = n, A2 = publish command. No reclaim.
-	javaPESSetPermits = redis.NewScript(`
+	javaPESSetPermits = newScript(`
 local value = redis.call('get', KEYS[1])
 if value == false then
   redis.call('set', KEYS[1], ARGV[1])
@@ -265,7 +265,7 @@ if total ~= tonumber(ARGV[1]) then
   redis.call(ARGV[2], KEYS[2], ARGV[1])
 end`)
 	// K1 = N, K2 = C; A1 = d, A2 = publish command. Publishes d when d > 0.
-	javaPESAddPermits = redis.NewScript(`
+	javaPESAddPermits = newScript(`
 local value = redis.call('get', KEYS[1])
 if value == false then
   value = 0
@@ -276,7 +276,7 @@ if tonumber(ARGV[1]) > 0 then
 end`)
 	// K1 = N, K2 = Z, K3 = C; A1 = id, A2 = new expiry (now + lease, or S),
 	// A3 = now, A4 = publish command.
-	javaPESUpdateLeaseTime = redis.NewScript(javaReclaim + `
+	javaPESUpdateLeaseTime = newScript(javaReclaim + `
 reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[3], ARGV[4], nil)
 if redis.call('zscore', KEYS[2], ARGV[1]) ~= false then
   redis.call('zadd', KEYS[2], ARGV[2], ARGV[1])
@@ -284,7 +284,7 @@ if redis.call('zscore', KEYS[2], ARGV[1]) ~= false then
 end
 return 0`)
 	// K1 = N, K2 = Z, K3 = C; A1 = id, A2 = S, A3 = now, A4 = publish command.
-	javaPESGetLeaseTime = redis.NewScript(javaReclaim + `
+	javaPESGetLeaseTime = newScript(javaReclaim + `
 reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[3], ARGV[4], nil)
 local expire = redis.call('zscore', KEYS[2], ARGV[1])
 if expire == false then
@@ -395,7 +395,7 @@ func (j javaSync) pesGetLeaseTime(ctx context.Context, name string, id []byte) (
 // §2.13 RCountDownLatch.
 var (
 	// K1 = N, K2 = channel; A1 = "0", A2 = publish command.
-	javaLatchCountDown = redis.NewScript(`
+	javaLatchCountDown = newScript(`
 local v = redis.call('decr', KEYS[1])
 if v <= 0 then
   redis.call('del', KEYS[1])
@@ -404,7 +404,7 @@ if v == 0 then
   redis.call(ARGV[2], KEYS[2], ARGV[1])
 end`)
 	// K1, K2; A1 = "1", A2 = count, A3 = publish command.
-	javaLatchTrySetCount = redis.NewScript(`
+	javaLatchTrySetCount = newScript(`
 if redis.call('exists', KEYS[1]) == 0 then
   redis.call('set', KEYS[1], ARGV[2])
   redis.call(ARGV[3], KEYS[2], ARGV[1])
@@ -412,7 +412,7 @@ if redis.call('exists', KEYS[1]) == 0 then
 end
 return 0`)
 	// K1, K2; A1 = "1", A2 = publish command.
-	javaLatchDelete = redis.NewScript(`
+	javaLatchDelete = newScript(`
 if redis.call('del', KEYS[1]) == 1 then
   redis.call(ARGV[2], KEYS[2], ARGV[1])
   return 1

@@ -10,7 +10,6 @@ import (
 	"github.com/holdfast-go/holdfast/integration/redistest"
 	"github.com/holdfast-go/holdfast/lua"
 	"github.com/holdfast-go/holdfast/rlock"
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
@@ -204,7 +203,7 @@ func TestSpinMutex(t *testing.T) {
 // javaFencedLock is RedissonFencedLock's token-returning acquire, written from
 // the protocol facts (shared/redisson-protocol.md §2.10): {-1, token} when
 // acquired, {pttl, -1} when held by another.
-var javaFencedLock = redis.NewScript(`
+var javaFencedLock = newScript(`
 if (redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
   local token = redis.call('incr', KEYS[2])
   redis.call('hincrby', KEYS[1], ARGV[2], 1)

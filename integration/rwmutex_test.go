@@ -821,7 +821,7 @@ type javaRW struct{ javaPeer }
 
 var (
 	// §2.7 read acquire: KEYS = N, T; ARGV = lease, L, W.
-	javaReadLock = redis.NewScript(`
+	javaReadLock = newScript(`
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
   redis.call('hset', KEYS[1], 'mode', 'read')
@@ -843,7 +843,7 @@ end
 return redis.call('pttl', KEYS[1])`)
 
 	// §2.7 read unlock: KEYS = N, C, T, P, latch; ARGV = "0", L, publish, latch TTL.
-	javaReadUnlock = redis.NewScript(`
+	javaReadUnlock = newScript(`
 local val = redis.call('get', KEYS[5])
 if val ~= false then return tonumber(val) end
 local mode = redis.call('hget', KEYS[1], 'mode')
@@ -882,7 +882,7 @@ redis.call('set', KEYS[5], 1, 'px', ARGV[4])
 return 1`)
 
 	// §2.8 write acquire: KEYS = N; ARGV = lease, W.
-	javaWriteLock = redis.NewScript(`
+	javaWriteLock = newScript(`
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
   redis.call('hset', KEYS[1], 'mode', 'write')
@@ -899,7 +899,7 @@ end
 return redis.call('pttl', KEYS[1])`)
 
 	// §2.8 write unlock: KEYS = N, C, latch; ARGV = "1", lease, W, publish, latch TTL.
-	javaWriteUnlock = redis.NewScript(`
+	javaWriteUnlock = newScript(`
 local val = redis.call('get', KEYS[3])
 if val ~= false then return tonumber(val) end
 local mode = redis.call('hget', KEYS[1], 'mode')

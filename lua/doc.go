@@ -14,7 +14,10 @@
 //     fallback, WAIT behind a script for Acks, the publish commands), the
 //     helpers that encode arguments and read replies, and ScriptError, which
 //     takes off the wrapping every server puts around an error raised inside a
-//     script, each its own way; args.go: arguments boxed once (Text, Millis).
+//     script, each its own way; args.go: arguments boxed once (Text, Millis);
+//     hashes.go: each script's SHA-1 digest, the name EVALSHA sends, recorded
+//     rather than computed (GODEBUG=fips140=only refuses SHA-1), generated and
+//     checked by TestScriptHashes (go generate ./lua).
 //   - names.go: every Redisson key and channel name, of every object (locks,
 //     RSemaphore, RPermitExpirableSemaphore, RCountDownLatch), and a name check
 //     per family (CheckName for locks, CheckSemaphoreName,

@@ -26,10 +26,10 @@ var (
 
 	// electAcquireScript runs acquire.lua as the function acquire(), then
 	// records the leader (elect_acquire.lua).
-	electAcquireScript  = newScript(lockShapeSrc + "local function acquire()\n" + acquireSrc + "\nend\n" + electAcquireSrc)
-	electProclaimScript = newScript(electProclaimSrc)
-	electResignScript   = newScript(electResignSrc)
-	electLeaderScript   = newScript(lockShapeSrc + electLeaderSrc)
+	electAcquireScript  = newScript("elect_acquire", lockShapeSrc+"local function acquire()\n"+acquireSrc+"\nend\n"+electAcquireSrc)
+	electProclaimScript = newScript("elect_proclaim", electProclaimSrc)
+	electResignScript   = newScript("elect_resign", electResignSrc)
+	electLeaderScript   = newScript("elect_leader", lockShapeSrc+electLeaderSrc)
 )
 
 // Names of an election's keys and channel.

@@ -11,8 +11,8 @@ var (
 	//go:embed latch_set.lua
 	latchSetSrc string
 
-	latchCountDown = syncScript(latchCountDownSrc)
-	latchSet       = syncScript(latchSetSrc)
+	latchCountDown = syncScript("latch_count_down", latchCountDownSrc)
+	latchSet       = syncScript("latch_set", latchSetSrc)
 )
 
 // Payloads on a countdown latch's channel (protocol §2.14).

@@ -46,19 +46,19 @@ var (
 	//go:embed lock_shape.lua
 	lockShapeSrc string
 
-	acquireScript        = newScript(lockShapeSrc + acquireSrc)
-	releaseScript        = newScript(releaseSrc)
-	releasePartialScript = newScript(releasePartialSrc)
-	forceReleaseScript   = redis.NewScript(lockShapeSrc + forceReleaseSrc)
-	inspectScript        = redis.NewScript(lockShapeSrc + inspectSrc)
-	fairAcquireScript    = newScript(lockShapeSrc + fairAcquireSrc)
-	fairReleaseScript    = newScript(fairReleaseSrc)
-	fairLeaveScript      = redis.NewScript(fairLeaveSrc)
-	fairForceScript      = redis.NewScript(lockShapeSrc + fairForceReleaseSrc)
-	readAcquireScript    = newScript(lockShapeSrc + readAcquireSrc)
-	readReleaseScript    = newScript(readReleaseSrc)
-	writeAcquireScript   = newScript(lockShapeSrc + writeAcquireSrc)
-	writeReleaseScript   = newScript(writeReleaseSrc)
+	acquireScript        = newScript("acquire", lockShapeSrc+acquireSrc)
+	releaseScript        = newScript("release", releaseSrc)
+	releasePartialScript = newScript("release_partial", releasePartialSrc)
+	forceReleaseScript   = newScript("force_release", lockShapeSrc+forceReleaseSrc)
+	inspectScript        = newScript("inspect", lockShapeSrc+inspectSrc)
+	fairAcquireScript    = newScript("fair_acquire", lockShapeSrc+fairAcquireSrc)
+	fairReleaseScript    = newScript("fair_release", fairReleaseSrc)
+	fairLeaveScript      = newScript("fair_leave", fairLeaveSrc)
+	fairForceScript      = newScript("fair_force_release", lockShapeSrc+fairForceReleaseSrc)
+	readAcquireScript    = newScript("read_acquire", lockShapeSrc+readAcquireSrc)
+	readReleaseScript    = newScript("read_release", readReleaseSrc)
+	writeAcquireScript   = newScript("write_acquire", lockShapeSrc+writeAcquireSrc)
+	writeReleaseScript   = newScript("write_release", writeReleaseSrc)
 )
 
 // Layout is which of Redisson's lock objects a Lock's keys belong to: it decides
@@ -145,12 +145,13 @@ func randomID() [16]byte {
 	return id
 }
 
-// lockShapeCheck answers whether the key is a lock hash, by lock_shape.lua's rule.
-var lockShapeCheck = redis.NewScript(lockShapeSrc + `
+// lockShapeCheck answers whether the key is a lock hash, by lock_shape.lua's
+// rule. It is only ever sent as EVAL (LockShape): it has no digest.
+var lockShapeCheck = lockShapeSrc + `
 if redis.call('type', KEYS[1]).ok ~= 'hash' or not_a_lock(KEYS[1]) then
   return 0
 end
-return 1`)
+return 1`
 
 // LockShape queues on p (a transaction or pipeline of the caller's) the check of
 // whether the key name holds a lock's hash, by the rule every script applies
@@ -160,7 +161,7 @@ return 1`)
 // else (another type, a hash of another shape, no key). It is sent as EVAL, so
 // that it works inside MULTI whatever the server's script cache holds.
 func LockShape(ctx context.Context, p redis.Pipeliner, name string) *redis.Cmd {
-	return lockShapeCheck.Eval(ctx, p, []string{name})
+	return p.Eval(ctx, lockShapeCheck, []string{name})
 }
 
 // Inspection is a lock's state as Inspect read it.
@@ -181,7 +182,7 @@ func Inspect(ctx context.Context, c redis.Scripter, l *Lock, field string) (Insp
 	case LayoutWrite:
 		side = "write"
 	}
-	v, err := inspectScript.Run(ctx, c, []string{l.name}, field, side).Int64Slice()
+	v, err := inspectScript.runScripter(ctx, c, []string{l.name}, field, side).Int64Slice()
 	if err != nil {
 		return Inspection{}, ScriptError(err)
 	}

@@ -103,7 +103,7 @@ func acquireCall(ctx context.Context, rdb Processor, a AcquireArgs) (any, int, e
 // queue's head and the lock is free, the next waiter is woken. It reports
 // whether the waiter was queued.
 func Leave(ctx context.Context, c redis.Scripter, l *Lock, field string, wait time.Duration, publishCmd string) (bool, error) {
-	n, err := fairLeaveScript.Run(ctx, c, []string{l.name, QueueName(l.name), TimeoutsName(l.name)},
+	n, err := fairLeaveScript.runScripter(ctx, c, []string{l.name, QueueName(l.name), TimeoutsName(l.name)},
 		field, wait.Milliseconds(), publish(publishCmd), ChannelName(l.name)).Int64()
 	return n == 1, ScriptError(err)
 }

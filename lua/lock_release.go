@@ -156,14 +156,14 @@ func ForceRelease(ctx context.Context, c redis.Scripter, l *Lock, publishCmd str
 	var cmd *redis.Cmd
 	switch l.layout {
 	case LayoutFair:
-		cmd = fairForceScript.Run(ctx, c, []string{l.name, QueueName(l.name), TimeoutsName(l.name)},
+		cmd = fairForceScript.runScripter(ctx, c, []string{l.name, QueueName(l.name), TimeoutsName(l.name)},
 			now(), publish(publishCmd), l.channel)
 	case LayoutRead:
-		cmd = forceReleaseScript.Run(ctx, c, []string{l.name, l.channel}, UnlockMessage, publish(publishCmd), "read")
+		cmd = forceReleaseScript.runScripter(ctx, c, []string{l.name, l.channel}, UnlockMessage, publish(publishCmd), "read")
 	case LayoutWrite:
-		cmd = forceReleaseScript.Run(ctx, c, []string{l.name, l.channel}, WakeAllMessage, publish(publishCmd), "write")
+		cmd = forceReleaseScript.runScripter(ctx, c, []string{l.name, l.channel}, WakeAllMessage, publish(publishCmd), "write")
 	default:
-		cmd = forceReleaseScript.Run(ctx, c, []string{l.name, l.channel}, UnlockMessage, publish(publishCmd), "")
+		cmd = forceReleaseScript.runScripter(ctx, c, []string{l.name, l.channel}, UnlockMessage, publish(publishCmd), "")
 	}
 	n, err := cmd.Int64()
 	return n == 1, ScriptError(err)

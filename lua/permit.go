@@ -25,12 +25,12 @@ var (
 	//go:embed permit_lease.lua
 	permitLeaseSrc string
 
-	permitAcquire    = syncScript(permitAcquireSrc)
-	permitRelease    = syncScript(permitReleaseSrc)
-	permitReleaseAll = syncScript(permitReleaseAllSrc)
-	permitCount      = syncScript(permitCountSrc)
-	permitTotal      = syncScript(permitTotalSrc)
-	permitLease      = syncScript(permitLeaseSrc)
+	permitAcquire    = syncScript("permit_acquire", permitAcquireSrc)
+	permitRelease    = syncScript("permit_release", permitReleaseSrc)
+	permitReleaseAll = syncScript("permit_release_all", permitReleaseAllSrc)
+	permitCount      = syncScript("permit_count", permitCountSrc)
+	permitTotal      = syncScript("permit_total", permitTotalSrc)
+	permitLease      = syncScript("permit_lease", permitLeaseSrc)
 )
 
 // NoExpiry is the expiry Redisson stores for a permit without a lease

@@ -11,12 +11,12 @@ import (
 //go:embed renew.lua
 var renewSrc string
 
-var renewScript = redis.NewScript(renewSrc)
+var renewScript = newScript("renew", renewSrc)
 
 //go:embed check.lua
 var checkSrc string
 
-var checkScript = redis.NewScript(checkSrc)
+var checkScript = newScript("check", checkSrc)
 
 // RenewalKind is what a Renewal extends.
 type RenewalKind uint8
@@ -105,13 +105,13 @@ func RenewCmd(ctx context.Context, p redis.Pipeliner, holds []Renewal, now time.
 		keys[i] = h.Key
 		args = append(args, h.Kind.kindArg(), h.Member, h.Prefix)
 	}
-	return renewScript.EvalSha(ctx, p, keys, args...)
+	return renewScript.evalSha(ctx, p, keys, args...)
 }
 
 // LoadRenew loads the renewal script into the server's script cache, after a
 // pipeline of RenewCmd was answered NOSCRIPT.
 func LoadRenew(ctx context.Context, c redis.Scripter) error {
-	return renewScript.Load(ctx, c).Err()
+	return renewScript.load(ctx, c)
 }
 
 // RenewResult reads the reply of a renewal: per key, whether it was extended.
@@ -148,12 +148,12 @@ func CheckCmd(ctx context.Context, p redis.Pipeliner, holds []Renewal, now time.
 		keys[i] = h.Key
 		args = append(args, h.Kind.kindArg(), h.Member)
 	}
-	return checkScript.EvalSha(ctx, p, keys, args...)
+	return checkScript.evalSha(ctx, p, keys, args...)
 }
 
 // LoadCheck loads the check script into the server's script cache.
 func LoadCheck(ctx context.Context, c redis.Scripter) error {
-	return checkScript.Load(ctx, c).Err()
+	return checkScript.load(ctx, c)
 }
 
 // CheckResult reads the reply of a check: per hold, Gone, NoTimeout, or its

@@ -43,7 +43,7 @@ func TestRenewCmdArgs(t *testing.T) {
 		NewLayoutLock("a", LayoutRead).Renewal("u:2"),
 		PermitRenewal("a", "id"),
 	}, now, 30*time.Second, true)
-	want := []any{"evalsha", renewScript.Hash(), 3, "a", "a", "{a}:timeout",
+	want := []any{"evalsha", renewScript.sha, 3, "a", "a", "{a}:timeout",
 		int64(30000), int64(1_700_000_000_000), int64(1_700_000_030_000), "1",
 		"lock", "u:1", "", "read", "u:2", "{a}", "permit", "id", ""}
 	if got := cmd.Args(); !reflect.DeepEqual(got, want) {
@@ -62,7 +62,7 @@ func TestCheckCmdArgs(t *testing.T) {
 		NewLayoutLock("a", LayoutRead).Renewal("u:2"),
 		PermitRenewal("a", "id"),
 	}, now)
-	want := []any{"evalsha", checkScript.Hash(), 3, "a", "a", "{a}:timeout",
+	want := []any{"evalsha", checkScript.sha, 3, "a", "a", "{a}:timeout",
 		int64(1_700_000_000_000), "lock", "u:1", "read", "u:2", "permit", "id"}
 	if got := cmd.Args(); !reflect.DeepEqual(got, want) {
 		t.Errorf("args\n got %#v\nwant %#v", got, want)

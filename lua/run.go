@@ -3,6 +3,7 @@ package lua
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"regexp"
 	"time"
@@ -15,15 +16,60 @@ type Processor interface {
 	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
-// script is a script of the lock's hot path. Unlike redis.Script.Run, run sends
-// the caller's argument slice as it is: one allocation for the arguments, one for
-// the command.
+// script is one of holdfast's scripts: its source and its SHA-1 digest, the
+// name EVALSHA knows it by. The digest is not computed here: it is the
+// constant recorded for the script in hashes.go (scriptSHA), which
+// TestScriptHashes checks against the source and rewrites with -update, so
+// that no SHA-1 is computed in the process (crypto/sha1 panics under
+// GODEBUG=fips140=only; redis.NewScript hashes, so it is not used). Unlike
+// redis.Script.Run, run sends the caller's argument slice as it is: one
+// allocation for the arguments, one for the command.
 type script struct {
 	sha, src any // boxed once: EVALSHA's and EVAL's second argument
 }
 
-func newScript(src string) script {
-	return script{sha: redis.NewScript(src).Hash(), src: src}
+// scriptSources is every script made by newScript, by name: what
+// TestScriptHashes hashes.
+var scriptSources = map[string]string{}
+
+// newScript returns the script name (its .lua file, without the extension)
+// with the source src, and its digest from scriptSHA. A script missing from
+// scriptSHA gets the digest "", which no server knows: it runs, as EVAL every
+// time, and TestScriptHashes fails.
+func newScript(name, src string) script {
+	if _, dup := scriptSources[name]; dup {
+		panic("lua: two scripts named " + name)
+	}
+	scriptSources[name] = src
+	return script{sha: scriptSHA[name], src: src}
+}
+
+// runScripter runs the script on c as redis.Script.Run does: EVALSHA, and
+// EVAL when the server answers NOSCRIPT.
+func (s script) runScripter(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd {
+	cmd := c.EvalSha(ctx, s.sha.(string), keys, args...)
+	if IsNoScript(cmd.Err()) {
+		return c.Eval(ctx, s.src.(string), keys, args...)
+	}
+	return cmd
+}
+
+// evalSha queues the script on p as EVALSHA.
+func (s script) evalSha(ctx context.Context, p redis.Scripter, keys []string, args ...any) *redis.Cmd {
+	return p.EvalSha(ctx, s.sha.(string), keys, args...)
+}
+
+// load loads the script into the server's script cache (SCRIPT LOAD), and
+// fails if the server names it by another digest than the recorded one.
+func (s script) load(ctx context.Context, c redis.Scripter) error {
+	got, err := c.ScriptLoad(ctx, s.src.(string)).Result()
+	if err != nil {
+		return err
+	}
+	if got != s.sha {
+		return fmt.Errorf("lua: the server names a script %s, holdfast recorded %q (hashes.go is stale)", got, s.sha)
+	}
+	return nil
 }
 
 // call sends args (see run), followed by WAIT when acks asks for replicas

@@ -21,11 +21,11 @@ var (
 	//go:embed sem_drain.lua
 	semDrainSrc string
 
-	semAcquire = syncScript(semAcquireSrc)
-	semRelease = syncScript(semReleaseSrc)
-	semSet     = syncScript(semSetSrc)
-	semAdd     = syncScript(semAddSrc)
-	semDrain   = syncScript(semDrainSrc)
+	semAcquire = syncScript("sem_acquire", semAcquireSrc)
+	semRelease = syncScript("sem_release", semReleaseSrc)
+	semSet     = syncScript("sem_set", semSetSrc)
+	semAdd     = syncScript("sem_add", semAddSrc)
+	semDrain   = syncScript("sem_drain", semDrainSrc)
 )
 
 // SemaphoreAbsent is what SemaphoreAcquire serves when the semaphore does not

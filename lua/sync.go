@@ -17,7 +17,7 @@ var syncPrelude string
 
 // syncScript returns a synchronizer script: src after the prelude every one of
 // them shares (counter, reclaim, replayed, record).
-func syncScript(src string) script { return newScript(syncPrelude + src) }
+func syncScript(name, src string) script { return newScript(name, syncPrelude+src) }
 
 // requestPrefix names the request keys of the synchronizers' calls.
 const requestPrefix = "holdfast_request"
