@@ -33,12 +33,24 @@ func del(ctx context.Context, rdb redis.Cmdable, name string) error { return rdb
 // a semaphore, an election's candidate.
 var outsideKinds = []outsideKind{
 	{"Mutex",
-		func(ctx context.Context, c *rlock.Client, n string) error { _, err := c.NewMutex(n).Lock(ctx); return err },
-		func(ctx context.Context, c *rlock.Client, n string) error { _, err := c.NewMutex(n).Lock(ctx); return err },
+		func(ctx context.Context, c *rlock.Client, n string) error {
+			_, err := c.NewMutex(n).Lock(ctx)
+			return err
+		},
+		func(ctx context.Context, c *rlock.Client, n string) error {
+			_, err := c.NewMutex(n).Lock(ctx)
+			return err
+		},
 		del},
 	{"FairMutex",
-		func(ctx context.Context, c *rlock.Client, n string) error { _, err := c.NewFairMutex(n).Lock(ctx); return err },
-		func(ctx context.Context, c *rlock.Client, n string) error { _, err := c.NewFairMutex(n).Lock(ctx); return err },
+		func(ctx context.Context, c *rlock.Client, n string) error {
+			_, err := c.NewFairMutex(n).Lock(ctx)
+			return err
+		},
+		func(ctx context.Context, c *rlock.Client, n string) error {
+			_, err := c.NewFairMutex(n).Lock(ctx)
+			return err
+		},
 		del},
 	{"RWMutex",
 		func(ctx context.Context, c *rlock.Client, n string) error {
