@@ -5,9 +5,10 @@
 // started. The lock hashes stay Redisson's: the record is per client, not per
 // lock, and nothing is written on a Lock or Unlock's path.
 //
-// A Keeper writes the record when its client starts and every Refresh after
-// that, with a time to live of Life, and deletes it when the client closes: a
-// client that dies without closing leaves its record at most Life. A holder
+// A Keeper writes the record Delay (a second) after its client's first hold
+// and every Refresh after that, with a time to live of Life, and deletes it
+// when the client closes: a client that dies without closing leaves its
+// record at most Life; a hold younger than Delay may show no record yet. A holder
 // with no record is a client that is gone, or a client that does not write one
 // (a Java process running Redisson, an older holdfast).
 //

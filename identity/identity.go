@@ -18,10 +18,14 @@ import (
 const Prefix = "holdfast:client:"
 
 // Life is how long a record outlives its last refresh; Refresh is how often a
-// Keeper refreshes it.
+// Keeper refreshes it; Delay is how long a Keeper waits before its first
+// write: a client whose holds are all shorter (a test, a tight loop of short
+// critical sections) writes nothing, and the question "who holds it" is asked
+// of holds that last.
 const (
 	Life    = 30 * time.Second
 	Refresh = 10 * time.Second
+	Delay   = time.Second
 )
 
 // Record is what a client says of itself.

@@ -622,6 +622,6 @@ func TestSemaphoreNotAcquiredSaysWhy(t *testing.T) {
 	require.NotContains(t, err.Error(), "permits")
 	_, err = c.NewExpirableSemaphore(redistest.Name(t)).TryAcquire(ctx, 1, rlock.WithLeaseTime(-time.Second))
 	require.ErrorIs(t, err, rlock.ErrInvalidArgument)
-	require.Contains(t, err.Error(), "negative lease -1s")
+	require.Contains(t, err.Error(), "negative lease time -1s")
 	require.NotContains(t, err.Error(), "wait time")
 }

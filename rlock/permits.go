@@ -48,7 +48,7 @@ func (s *ExpirableSemaphore) grant(ctx context.Context, ids []string, sent time.
 		return nil, 0, ErrClosed
 	}
 	p.seen = c.obs.holdStarted(observe.KindExpirableSemaphore, s.o.name, sent) // before the watchdog may end p
-	c.record.keep(c.rdb, c.self, c.opts.logger)
+	c.record.keep(c.rdb, c.self, c.opts.logger, c.opts.releaseTimeout)
 	for _, id := range ids {
 		p.holds = append(p.holds, c.wd.WatchAs(watchdog.Label{Kind: observe.KindExpirableSemaphore, Name: s.o.name},
 			s.keys.Renewal(id), deadline, lease == 0, c.opts.acks, p.lose))

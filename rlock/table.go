@@ -46,7 +46,7 @@ func (c *Client) grant(o *owner, lk *lockDef, a lua.AcquireArgs, lo lockOptions,
 	deadline := sent.Add(a.Lease.Duration())
 	if h.wd == nil {
 		h.seen = c.obs.holdStarted(lk.seen, lk.Name(), sent)
-		c.record.keep(c.rdb, c.self, c.opts.logger)
+		c.record.keep(c.rdb, c.self, c.opts.logger, c.opts.releaseTimeout)
 		h.wd = c.wd.WatchAs(watchdog.Label{Kind: lk.seen, Name: lk.Name()}, lk.Renewal(h.field.String()), deadline, h.renewed(), a.Acks,
 			func(reason error) { c.lose(h, reason) })
 	} else {
