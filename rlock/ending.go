@@ -12,6 +12,8 @@ type ending struct {
 	done   chan struct{}
 	err    error
 	notify []func(error)
+	// watches are the functions given to watch that were not forgotten.
+	watches map[*func(error)]struct{}
 }
 
 // Done returns the channel closed at the end.
@@ -49,9 +51,14 @@ func (e *ending) end(err error) bool {
 	}
 	notify := e.notify
 	e.notify = nil
+	watches := e.watches
+	e.watches = nil
 	e.mu.Unlock()
 	for _, f := range notify {
 		f(err)
+	}
+	for f := range watches {
+		(*f)(err)
 	}
 	return true
 }
@@ -85,4 +92,35 @@ func (e *ending) onEnd(f func(error)) {
 	err := e.err
 	e.mu.Unlock()
 	f(err)
+}
+
+// watch is onEnd for a function that may stop being wanted (a Context whose
+// work is done): forget removes it. An end that began before forget may still
+// call it.
+func (e *ending) watch(f func(error)) (forget func()) {
+	e.mu.Lock()
+	if e.err != nil {
+		err := e.err
+		e.mu.Unlock()
+		f(err)
+		return func() {}
+	}
+	key := &f
+	if e.watches == nil {
+		e.watches = make(map[*func(error)]struct{})
+	}
+	e.watches[key] = struct{}{}
+	e.mu.Unlock()
+	return func() {
+		e.mu.Lock()
+		delete(e.watches, key)
+		e.mu.Unlock()
+	}
+}
+
+// watching returns how many functions watch e: for tests.
+func (e *ending) watching() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.watches)
 }

@@ -205,6 +205,29 @@ func ExampleLease_Done() {
 	// lost the lock: true
 }
 
+// Work run under a lease's Context stops when the lease ends: here the lock is
+// taken away, and the work's ctx is cancelled with the loss as its cause.
+func ExampleLease_Context() {
+	c, closeAll := exampleClient() // rlock.New on your Redis
+	defer closeAll()
+	ctx := context.Background()
+	lease, err := c.NewMutex("nightly-report").Lock(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lease.Unlock(ctx) // after a loss it only reports ErrNotHeld
+
+	work, cancel := lease.Context(ctx) // cancelled when the lease ends
+	defer cancel()
+
+	go c.NewMutex("nightly-report").ForceUnlock(ctx) // someone takes the lock away
+
+	<-work.Done() // a query, an HTTP call, a loop: whatever honours work stops
+	fmt.Println("work cancelled, lock lost:", errors.Is(context.Cause(work), rlock.ErrLockLost))
+	// Output:
+	// work cancelled, lock lost: true
+}
+
 // A MultiLock takes several locks all or none: on a Redis Cluster the names may
 // live in different shards.
 func ExampleMultiLock() {
