@@ -74,6 +74,8 @@
 // without a confirmed renewal, and Err never reports a hold valid past that
 // deadline, even right after the process was paused: code that must not run
 // without the lock asks Err right before each write (ExampleLease_Done).
+// Context gives work a ctx that the hold's end cancels, with the reason as
+// its cause (context.Cause; ExampleLease_Context, docs/election.md).
 // With client tracking (WithTracking, on by default) a deleted, replaced or
 // failed-over key is known within a round trip instead of at the next
 // renewal. WithOnLost calls a function once per lost hold, the client's
