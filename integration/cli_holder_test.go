@@ -42,7 +42,7 @@ func shortClient(id string) string { return id[:8] + "…" }
 // business, not the command's: both forms are accepted.
 func holderPattern(client, owner string) string {
 	return `(?:\S.*, pid \d+, since [0-9:-]+(?: [0-9:]+)? \(client ` + regexp.QuoteMeta(shortClient(client)) + `, owner ` + owner + `\)` +
-		`|client ` + regexp.QuoteMeta(client) + `, owner ` + owner + `(?: \(|; )no record)`
+		`|client ` + regexp.QuoteMeta(client) + `, owner ` + owner + `(?: \(no record\)|; no record))`
 }
 
 // holderOf is holderPattern of a lease's holder, a client of c.
