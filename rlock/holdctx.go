@@ -10,9 +10,9 @@ import (
 // context.Cause(ctx) then returns the error Err returned as the lease ended,
 // matching ErrUnlocked, ErrLockLost or ErrClosed as Err does (Err may restate
 // it later, with the release's outcome: ErrUnlockUnconfirmed). It is
-// also cancelled when parent is, or when cancel is called (cause
-// context.Canceled). Work that must stop when the hold ends runs under ctx;
-// ctx ends no later than Done closes, but a write that must not happen after
+// also cancelled when parent is (with parent's cause), or when cancel is
+// called (context.Canceled). Work that must stop when the hold ends runs under
+// ctx, which is cancelled as Done closes; a write that must not happen after
 // the hold ended still asks Err right before it (docs/safety.md).
 //
 // No goroutine watches the lease: the lease's end cancels ctx directly.
