@@ -1,10 +1,11 @@
 # holdfast build and test entry points. `make test` is what CI runs (see .ci/run).
 #
-# `make test` tests six modules: the library at the root (kept free of test-only heavyweights),
+# `make test` tests seven modules: the library at the root (kept free of test-only heavyweights),
 # the nested integration module in integration/ (real-Redis tests), the test harness in
 # integration/redistest (published, so that holdfastotel's tests can use it; see
 # docs/design.md), holdfastotel/ (the OpenTelemetry observer, OTel API modules only; SDK in its
-# tests), holdfastgocron/ (gocron v2's Locker and Elector) and examples/otel (the example
+# tests), holdfastgocron/ (gocron v2's Locker and Elector), holdfastasynq/ (asynq's scheduler
+# run by a leader, per-key and per-type middlewares) and examples/otel (the example
 # wiring Prometheus, redisotel and holdfastotel). The
 # harness's testcontainers fallback is a module of its own, integration/redistest/containers,
 # built only when a test needs it (see integration/redistest/doc.go); bench/ holds the benchmark
@@ -38,7 +39,7 @@ wake-table: setup
 ## through scripts/testsum, which prints the output of what failed and closes with one line
 ## for all modules: "N passed, N failed, N skipped" (non-zero exit when anything failed).
 test: setup lint
-	@GO='$(GO)' bash scripts/test.sh . integration integration/redistest holdfastotel examples/otel holdfastgocron -- $(GOTESTFLAGS)
+	@GO='$(GO)' bash scripts/test.sh . integration integration/redistest holdfastotel examples/otel holdfastgocron holdfastasynq -- $(GOTESTFLAGS)
 
 ## lint: gofmt check and go vet for every module.
 lint: fmt-check vet
@@ -53,6 +54,7 @@ vet:
 	cd integration/redistest && $(GO) vet ./...
 	cd holdfastotel && $(GO) vet ./...
 	cd holdfastgocron && $(GO) vet ./...
+	cd holdfastasynq && $(GO) vet ./...
 	cd examples/otel && $(GO) vet ./...
 
 ## vet-containers: go vet in integration/redistest/containers, the testcontainers-go fallback of

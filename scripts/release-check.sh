@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make release-check: can a user consume holdfast's modules once they are tagged? It applies
 # scripts/release.sh to a copy of the tree (the files git tracks or would track), publishes the
-# modules users reach (holdfast, holdfastotel, holdfastgocron, integration/redistest) at $RELEASE_CHECK_VERSION
+# modules users reach (holdfast, holdfastotel, holdfastgocron, holdfastasynq, integration/redistest) at
+# $RELEASE_CHECK_VERSION
 # (default v0.99.0) into a local module proxy, and runs what a new user runs, in a new module
 # outside the repository: go get, go mod tidy, go build, go vet, go install …/cmd/holdfast@VERSION
 # and `holdfast version`.
@@ -16,7 +17,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 GO="${GO:-go}"
 version="${RELEASE_CHECK_VERSION:-v0.99.0}"
-published=(. holdfastotel holdfastgocron integration/redistest)
+published=(. holdfastotel holdfastgocron holdfastasynq integration/redistest)
 upstream="$("$GO" env GOPROXY)"
 
 work="$(mktemp -d)"
@@ -31,7 +32,8 @@ git ls-files -z --cached --others --exclude-standard | tar --null -T - --ignore-
 "$GO" build -o "$work/modproxy" ./scripts/modproxy
 (cd "$work/tree" && "$work/modproxy" -out "$work/ours" -version "$version" "${published[@]}" | sed 's/^/  /')
 
-# The user's program: a lock with the OpenTelemetry observer, and gocron's Locker on it.
+# The user's program: a lock with the OpenTelemetry observer, gocron's Locker and an asynq
+# middleware on it.
 userModule() {
   mkdir -p "$1"
   cat >"$1/main.go" <<'EOF'
@@ -41,6 +43,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/hibiken/asynq"
+	"github.com/holdfast-go/holdfast/holdfastasynq"
 	"github.com/holdfast-go/holdfast/holdfastgocron"
 	"github.com/holdfast-go/holdfast/holdfastotel"
 	"github.com/holdfast-go/holdfast/rlock"
@@ -67,6 +71,9 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println("and a gocron Locker on it")
+	mux := asynq.NewServeMux()
+	mux.Use(holdfastasynq.Serialize(c, func(t *asynq.Task) string { return string(t.Payload()) }))
+	fmt.Println("and an asynq middleware")
 }
 EOF
 }
@@ -80,7 +87,7 @@ steps() {
     export GOFLAGS= GOWORK=off GOTOOLCHAIN=local GOSUMDB=off GOBIN="$dir/bin" "$@"
     run() { echo "  \$ $*"; "$@" 2>&1 | sed 's/^/    /'; return "${PIPESTATUS[0]}"; }
     run "$GO" mod init example.com/newuser
-    run "$GO" get "github.com/holdfast-go/holdfast@$version" "github.com/holdfast-go/holdfast/holdfastotel@$version" "github.com/holdfast-go/holdfast/holdfastgocron@$version"
+    run "$GO" get "github.com/holdfast-go/holdfast@$version" "github.com/holdfast-go/holdfast/holdfastotel@$version" "github.com/holdfast-go/holdfast/holdfastgocron@$version" "github.com/holdfast-go/holdfast/holdfastasynq@$version"
     run "$GO" mod tidy
     run "$GO" build ./...
     run "$GO" vet ./...
@@ -105,7 +112,7 @@ cp -R "$work/ours/." "$work/proxy/"
 say "the check: a new module, a fresh module cache, GOPROXY=file://… only ($(find "$work/proxy" -name '*.zip' | wc -l) module versions)"
 userModule "$work/user"
 if steps "$work/user" GOMODCACHE="$work/modcache" GOPROXY="file://$work/proxy"; then
-  say "ok: holdfast, holdfastotel and holdfastgocron $version can be got, tidied, built, vetted and installed"
+  say "ok: holdfast, holdfastotel, holdfastgocron and holdfastasynq $version can be got, tidied, built, vetted and installed"
 else
   say "FAIL: a user cannot consume the modules at $version (above: the step that failed)"
   exit 1

@@ -9,6 +9,7 @@
 #   github.com/holdfast-go/holdfast                          tag VERSION
 #   github.com/holdfast-go/holdfast/holdfastotel             tag holdfastotel/VERSION
 #   github.com/holdfast-go/holdfast/holdfastgocron           tag holdfastgocron/VERSION
+#   github.com/holdfast-go/holdfast/holdfastasynq            tag holdfastasynq/VERSION
 #   github.com/holdfast-go/holdfast/integration/redistest    tag integration/redistest/VERSION
 #     (the test harness: holdfastotel's tests start real servers with it)
 # The other modules (integration, examples/otel, bench, the harness's containers helper) are
