@@ -205,13 +205,7 @@ func TestCLIStatusSemaphoreOrLatch(t *testing.T) {
 	require.Equal(t, []string{"semaphore", "0", lua.SemaphoreChannel(zero)}, []string{st.Kind, st.Value, st.Channel})
 
 	latch := name + ":latch"
-	l := c.NewCountDownLatch(latch)
-	answer(l.TrySetCount(ctx, 2)).is(t, true)
-	awaited := make(chan error, 1)
-	actx, cancel := context.WithCancel(ctx)
-	defer func() { cancel(); <-awaited }()
-	go func() { awaited <- l.Await(actx) }()
-	awaitSubscribers(t, rdb, lua.LatchChannel(latch), 1)
+	defer awaitedLatch(t, ctx, rdb, c, latch)()
 	st = statusOne(t, latch)
 	require.Equal(t, []string{"semaphore_or_latch", "latch"}, []string{st.Kind, st.SeenAs})
 	require.Contains(t, statusHuman(t, latch), latch+": semaphore or latch: value 2, awaited as a countdown latch\n"+

@@ -15,6 +15,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/integration/redistest"
 	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/rlock"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
@@ -374,13 +375,7 @@ func TestCLIStatusLatchAndSemaphore(t *testing.T) {
 	rdb, c, name := setup(t)
 	ctx := testCtx(t, 30*time.Second)
 	latch, sem, none := name+":latch", name+":sem", name+":none"
-	l := c.NewCountDownLatch(latch)
-	answer(l.TrySetCount(ctx, 2)).is(t, true)
-	awaited := make(chan error, 1)
-	actx, cancel := context.WithCancel(ctx)
-	defer func() { cancel(); <-awaited }()
-	go func() { awaited <- l.Await(actx) }()
-	awaitSubscribers(t, rdb, lua.LatchChannel(latch), 1)
+	defer awaitedLatch(t, ctx, rdb, c, latch)()
 	require.NoError(t, rdb.Set(ctx, sem, "4", 0).Err())
 
 	list := permitStatus(t, "--latch", latch, "--semaphore", sem, "--latch", none, sem)
@@ -395,4 +390,17 @@ func TestCLIStatusLatchAndSemaphore(t *testing.T) {
 	require.Contains(t, out, latch+": countdown latch: count 2\n  awaiters: 1 subscribed to "+lua.LatchChannel(latch)+"\n")
 	require.Contains(t, out, sem+": semaphore: 4 available\n")
 	require.Contains(t, out, none+": countdown latch: open (no key")
+}
+
+// awaitedLatch sets the latch name to 2 and has c await it until the
+// returned stop is called; it returns once the awaiter listens.
+func awaitedLatch(t *testing.T, ctx context.Context, rdb *redis.Client, c *rlock.Client, name string) (stop func()) {
+	t.Helper()
+	l := c.NewCountDownLatch(name)
+	answer(l.TrySetCount(ctx, 2)).is(t, true)
+	awaited := make(chan error, 1)
+	actx, cancel := context.WithCancel(ctx)
+	go func() { awaited <- l.Await(actx) }()
+	awaitSubscribers(t, rdb, lua.LatchChannel(name), 1)
+	return func() { cancel(); <-awaited }
 }

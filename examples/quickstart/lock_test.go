@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"strings"
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
@@ -33,16 +31,5 @@ func TestShipOrder(t *testing.T) {
 // TestReadmeShowsLock keeps the README's first example identical to lock.go,
 // from its func shipOrder on.
 func TestReadmeShowsLock(t *testing.T) {
-	src, err := os.ReadFile("lock.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, fn, ok := strings.Cut(string(src), "\n\nfunc shipOrder(")
-	if !ok || !strings.Contains(string(readme), "```go\nfunc shipOrder("+fn+"```\n") {
-		t.Errorf("README.md does not show lock.go's func shipOrder verbatim in a go code block: copy it")
-	}
+	readmeShows(t, "lock.go", "shipOrder")
 }

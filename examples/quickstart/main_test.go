@@ -35,23 +35,20 @@ after processOrder: locked=false
 
 // TestReadmeShowsThisFile keeps the README's quick start identical to main.go.
 func TestReadmeShowsThisFile(t *testing.T) {
-	src, err := os.ReadFile("main.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(readme), "```go\n"+string(src)+"```\n") {
-		t.Errorf("README.md does not show examples/quickstart/main.go verbatim in a go code block: copy the file into it")
-	}
+	readmeShows(t, "main.go", "")
 }
 
 // TestReadmeShowsNightly keeps the README's synchronizer example identical to
 // nightly.go, from its func on.
 func TestReadmeShowsNightly(t *testing.T) {
-	src, err := os.ReadFile("nightly.go")
+	readmeShows(t, "nightly.go", "nightly")
+}
+
+// readmeShows fails t unless README.md shows file verbatim in a go code
+// block: the whole file, or from its func fn on when fn is not "".
+func readmeShows(t *testing.T, file, fn string) {
+	t.Helper()
+	src, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,9 +56,16 @@ func TestReadmeShowsNightly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, fn, ok := strings.Cut(string(src), "\n\nfunc nightly(")
-	if !ok || !strings.Contains(string(readme), "```go\nfunc nightly("+fn+"```\n") {
-		t.Errorf("README.md does not show nightly.go's func nightly verbatim in a go code block: copy it")
+	shown := string(src)
+	if fn != "" {
+		_, rest, ok := strings.Cut(shown, "\n\nfunc "+fn+"(")
+		if !ok {
+			t.Fatalf("%s has no func %s", file, fn)
+		}
+		shown = "func " + fn + "(" + rest
+	}
+	if !strings.Contains(string(readme), "```go\n"+shown+"```\n") {
+		t.Errorf("README.md does not show %s (from func %q on) verbatim in a go code block: copy it", file, fn)
 	}
 }
 
