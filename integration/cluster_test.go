@@ -30,6 +30,49 @@ func TestCluster(t *testing.T) {
 	t.Run("MultiLockThreeShards", func(t *testing.T) { clusterMultiLock(t, cl) })
 	t.Run("EveryEndOfAHoldWakesTheWaiter", func(t *testing.T) { clusterHoldEnds(t, cl) })
 	t.Run("SlotMovedWhileHeldAndWaited", func(t *testing.T) { clusterSlotMoved(t, cl) })
+	t.Run("OutsideEndWakesWaiters", func(t *testing.T) { clusterOutsideEnd(t, cl) })
+}
+
+// clusterOutsideEnd: on a cluster (sharded pub/sub, the tracker on each
+// primary), a hold ended from outside with nothing published lets a waiter
+// of another client in within 5 s, long before the 30 s lease it read, for
+// every kind of outsideKinds.
+func clusterOutsideEnd(t *testing.T, cl *redistest.Cluster) {
+	cc := cl.Client(t)
+	for _, k := range outsideKinds {
+		t.Run(k.name, func(t *testing.T) {
+			holder, waiter := newClient(t, cc), newClient(t, cc)
+			name := redistest.Name(t)
+			ctx := testCtx(t, 20*time.Second)
+			require.NoError(t, k.hold(ctx, holder, name))
+			done := make(chan error, 1)
+			go func() { done <- k.wait(ctx, waiter, name) }()
+			require.Eventually(t, func() bool { return shardListening(ctx, cc, name) }, 10*time.Second, time.Millisecond,
+				"the waiter subscribes")
+			at := time.Now()
+			require.NoError(t, k.end(ctx, cc, name))
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+				require.Less(t, time.Since(at), 5*time.Second)
+			case <-ctx.Done():
+				t.Fatalf("%s: the waiter did not get in after the hold ended from outside", k.name)
+			}
+		})
+	}
+}
+
+// shardListening reports whether a shard channel of the object name is
+// subscribed on some primary of cc.
+func shardListening(ctx context.Context, cc *redis.ClusterClient, name string) bool {
+	var found atomic.Bool
+	_ = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		if chans, err := c.PubSubShardChannels(ctx, "*"+name+"*").Result(); err == nil && len(chans) > 0 {
+			found.Store(true)
+		}
+		return nil
+	})
+	return found.Load()
 }
 
 // clusterSlotMoved: a lock's slot moves to another primary (a resharding:
