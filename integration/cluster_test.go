@@ -62,12 +62,16 @@ func clusterOutsideEnd(t *testing.T, cl *redistest.Cluster) {
 	}
 }
 
-// shardListening reports whether a shard channel of the object name is
-// subscribed on some primary of cc.
+// shardListening reports whether a channel of the object name is subscribed
+// on some primary of cc: a shard channel, or before Redis 7 (no sharded
+// pub/sub) a classic one.
 func shardListening(ctx context.Context, cc *redis.ClusterClient, name string) bool {
 	var found atomic.Bool
 	_ = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
 		if chans, err := c.PubSubShardChannels(ctx, "*"+name+"*").Result(); err == nil && len(chans) > 0 {
+			found.Store(true)
+		}
+		if chans, err := c.PubSubChannels(ctx, "*"+name+"*").Result(); err == nil && len(chans) > 0 {
 			found.Store(true)
 		}
 		return nil
