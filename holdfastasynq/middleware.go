@@ -91,30 +91,21 @@ func newOptions(prefix string, opts []Option) mwOptions {
 	return o
 }
 
-// hold is what runs a handler under a lock or permits: Done, Err, and how to
-// give it back.
+// hold is what a handler runs under: a Lease or Permits, whose Context ends
+// with it and whose Err says why.
 type hold interface {
-	Done() <-chan struct{}
 	Err() error
+	Context(parent context.Context) (context.Context, context.CancelFunc)
 }
 
 // runHeld runs next with a ctx cancelled, with h.Err() as its cause, when h
-// ends, then releases h. A handler that returns nil after h was lost still
-// fails the task (an error wrapping h.Err()): part of its work may have run
-// without the lock, and asynq runs it again.
+// ends (the hold's Context), then releases h. A handler that returns nil
+// after h was lost still fails the task (an error wrapping h.Err()): part of
+// its work may have run without the lock, and asynq runs it again.
 func runHeld(ctx context.Context, h hold, release func(context.Context) error, what string, next asynq.Handler, t *asynq.Task) error {
-	hctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	watch := make(chan struct{})
-	go func() {
-		select {
-		case <-h.Done():
-			cancel(h.Err())
-		case <-watch:
-		}
-	}()
+	hctx, cancel := h.Context(ctx)
+	defer cancel()
 	err := next.ProcessTask(hctx, t)
-	close(watch)
 	lost := h.Err()
 	if lost == nil {
 		// Still held: give it back. A release Redis did not confirm leaves it
