@@ -145,14 +145,35 @@ func (c *Client) acquireArgs(lk *lockDef, o *owner, lo lockOptions) lua.AcquireA
 // timeout, as an Unlock is: it runs on the caller's path, and the caller's
 // wait must not outlive its ctx by more. Failures are ignored: the hold then
 // expires with its lease.
+//
+// An acquisition whose reply was cut short by the caller's deadline may not
+// have run yet when the undo, sent on another connection, finds nothing to
+// take back: the server reads the two connections in its own order. So an
+// undo that finds nothing looks again once, undoRecheck later; an acquisition
+// delayed longer than that (a slow network) keeps its lease until it expires.
 func (c *Client) undoAcquire(a lua.AcquireArgs) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.opts.releaseTimeout)
 	defer cancel()
-	_, _ = c.backend.release(ctx, lua.ReleaseArgs{
-		Lock: a.Lock, Field: a.Field, Latch: a.Lock.NewLatch(), Lease: a.Lease,
-		Expected: a.Expected + 1, Levels: 1, LatchTTL: c.latchTTL, Publish: c.publishCommand(ctx),
-	})
+	release := func() (lua.ReleaseReply, error) {
+		return c.backend.release(ctx, lua.ReleaseArgs{
+			Lock: a.Lock, Field: a.Field, Latch: a.Lock.NewLatch(), Lease: a.Lease,
+			Expected: a.Expected + 1, Levels: 1, LatchTTL: c.latchTTL, Publish: c.publishCommand(ctx),
+		})
+	}
+	if r, err := release(); err != nil || r.Outcome != lua.NotHeld {
+		return
+	}
+	t := time.NewTimer(undoRecheck)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		_, _ = release()
+	case <-ctx.Done():
+	}
 }
+
+// undoRecheck is how long after an undo that found nothing it looks again.
+const undoRecheck = 20 * time.Millisecond
 
 // isReply reports whether err is an error reply from Redis (the command ran and
 // failed), as opposed to a network or context error after which the command may
