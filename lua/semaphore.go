@@ -3,7 +3,6 @@ package lua
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -85,14 +84,30 @@ func SemaphoreReleaseAcked(ctx context.Context, rdb Processor, name string, n in
 
 // Recorded reads what the call req recorded, if it ran and its record has
 // not expired: what a caller whose round trip failed reads to learn its
-// outcome.
-func Recorded(ctx context.Context, rdb Processor, req Request) (v int64, ran bool, err error) {
-	cmd := redis.NewStringCmd(ctx, "get", req.Key)
-	_ = rdb.Process(ctx, cmd)
-	v, err = cmd.Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, false, nil
+// outcome. If req has not run, Recorded records that it never will: a record
+// of 0, which an execution of req that comes later (its command was on a
+// connection the server reads after this one) answers as its own, changing
+// nothing. So the outcome Recorded reads is final. SET NX and GET run in one
+// MULTI.
+func Recorded(ctx context.Context, rdb redis.Cmdable, req Request) (v int64, ran bool, err error) {
+	ttl := req.TTL.Duration()
+	if ttl <= 0 {
+		ttl = time.Minute // a record never outlives its use for ever
 	}
+	var claim *redis.BoolCmd
+	var read *redis.StringCmd
+	_, err = rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		claim = p.SetNX(ctx, req.Key, 0, ttl)
+		read = p.Get(ctx, req.Key)
+		return nil
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	if claim.Val() {
+		return 0, false, nil // it had not run: now it never will
+	}
+	v, err = read.Int64()
 	return v, err == nil, err
 }
 
