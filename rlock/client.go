@@ -6,10 +6,8 @@ import (
 	"maps"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,32 +24,16 @@ import (
 // for every hold (package watchdog). Create one Client per process and share it;
 // it is safe for concurrent use. Its id, a random UUID, is the first part of every
 // owner field it writes, as a RedissonClient's id.
+//
+// A Client is a facade: the handles it makes (Mutex, Semaphore, Election, …)
+// reach two engines through it, the lock table (every lock this client holds
+// or waits for, lockTable) and the permit queues (the semaphores' waiters,
+// permitTable), both over the machinery they share (core).
 type Client struct {
-	rdb      redis.UniversalClient
-	id       string
-	opts     clientOptions
-	hub      *pubsub.Hub
-	wd       *watchdog.Watchdog
-	backend  backend
-	pubsub   atomic.Int32 // pubsubUnknown until shardedPubSub has learnt the kind
-	latchTTL lua.Millis   // life of an unlock latch: go-redis' retry window
-	watched  lua.Millis   // the lease of a watchdog hold: opts.watchdogTimeout
-	// deadlines: go-redis applies a ctx's deadline to its sockets
-	// (ContextTimeoutEnabled), so that the release timeout bounds a release.
-	deadlines bool
-	where     string    // where Redis is, for errors: an address, a cluster's seeds
-	obs       observers // WithObserver's, and its optional interfaces
-	self      identity.Record
-	record    record // keeps self in Redis from the first hold until Close
-
-	ctx    context.Context // cancelled, with cause ErrClosed, by Close
-	cancel context.CancelCauseFunc
-
-	mu      sync.Mutex
-	locks   map[string]*lockEntry // the locks this client holds or waits for (table.go)
-	closing closing               // the holds of other kinds, which Close gives back
-
-	permitQs permitTable // the semaphores' waiters (permitqueue.go)
+	*core
+	locks   *lockTable   // the locks' holds and queues
+	permits *permitTable // the semaphores' queues
+	closing closing      // the holds of other kinds, which Close gives back
 }
 
 // A closer is a hold of a kind other than the locks' that Close gives back:
@@ -105,15 +87,6 @@ func (cl *closing) take() []closer {
 	return open
 }
 
-// backend is the lock path's traffic with Redis: the acquire and release scripts
-// and the release channel's subscription. Unit tests substitute fakes.
-type backend struct {
-	acquire    func(context.Context, lua.AcquireArgs) (lua.AcquireReply, error)
-	release    func(context.Context, lua.ReleaseArgs) (lua.ReleaseReply, error)
-	releaseAll func(context.Context, []lua.ReleaseArgs) ([]lua.ReleaseReply, []error) // pipelined, at Close
-	subscribe  func(ctx context.Context, channel string) (subscription, error)
-}
-
 // New returns a Client that locks through rdb, which may be any
 // redis.UniversalClient: a *redis.Client, a Sentinel *redis.Client (NewFailoverClient)
 // or a *redis.ClusterClient.
@@ -136,7 +109,7 @@ func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 			ErrInvalidArgument, o.acks.Timeout, rt)
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
-	c := &Client{
+	c := &core{
 		rdb:       rdb,
 		id:        uuid.NewString(),
 		opts:      o,
@@ -147,7 +120,6 @@ func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 		watched:   lua.NewMillis(o.watchdogTimeout),
 		ctx:       ctx,
 		cancel:    cancel,
-		locks:     make(map[string]*lockEntry),
 	}
 	c.backend = c.redisBackend()
 	c.self = identity.Self(c.id, o.service)
@@ -167,26 +139,11 @@ func New(rdb redis.UniversalClient, opts ...ClientOption) (*Client, error) {
 		QuietRefused: !o.loggerSet,
 		Name:         c.self.ConnName("watchdog"),
 	})
-	return c, nil
-}
-
-// redisBackend is the backend that talks to c's Redis.
-func (c *Client) redisBackend() backend {
-	rdb := c.rdb
-	return backend{
-		acquire: func(ctx context.Context, a lua.AcquireArgs) (lua.AcquireReply, error) {
-			return lua.Acquire(ctx, rdb, a)
-		},
-		release: func(ctx context.Context, a lua.ReleaseArgs) (lua.ReleaseReply, error) {
-			return lua.Release(ctx, rdb, a)
-		},
-		releaseAll: func(ctx context.Context, as []lua.ReleaseArgs) ([]lua.ReleaseReply, []error) {
-			return lua.ReleaseAll(ctx, rdb, as)
-		},
-		subscribe: func(ctx context.Context, channel string) (subscription, error) {
-			return c.listen(ctx, channel, lockWake)
-		},
-	}
+	return &Client{
+		core:    c,
+		locks:   newLockTable(c),
+		permits: &permitTable{core: c},
+	}, nil
 }
 
 // isNil reports whether rdb is nil, or a nil pointer in the interface.
@@ -215,67 +172,21 @@ func (c *Client) Identity() identity.Record { return c.self }
 // within its lease, unrenewed), and their Unlock returns that error. Close is
 // idempotent.
 func (c *Client) Close() error {
-	c.mu.Lock()
+	c.locks.mu.Lock() // a wait that joins a queue checks c.ctx under it
 	if c.ctx.Err() != nil {
-		c.mu.Unlock()
+		c.locks.mu.Unlock()
 		return nil
 	}
 	c.cancel(ErrClosed)
-	c.mu.Unlock()
+	c.locks.mu.Unlock()
 
 	c.wd.Close()
-	c.releaseHolds()
+	c.locks.releaseHolds()
 	for _, h := range c.closing.take() {
 		h.closeHold()
 	}
 	c.record.stop()
 	return c.hub.Close()
-}
-
-// shardedPubSub reports whether releases are announced with SPUBLISH and waited
-// for with SSUBSCRIBE (sharded pub/sub, which stays in the lock's shard): on a
-// Redis Cluster of version 7 or later, as Redisson does. It asks a node for its
-// version once, on first use; until an answer arrives it assumes a cluster is
-// recent enough.
-func (c *Client) shardedPubSub(ctx context.Context) bool {
-	switch c.pubsub.Load() {
-	case pubsubClassic:
-		return false
-	case pubsubSharded:
-		return true
-	}
-	cc, ok := c.rdb.(*redis.ClusterClient)
-	if !ok {
-		c.pubsub.Store(pubsubClassic)
-		return false
-	}
-	info, err := cc.Do(ctx, "INFO", "server").Text()
-	if err != nil {
-		return true
-	}
-	_, v, _ := strings.Cut(info, "redis_version:")
-	v, _, _ = strings.Cut(v, ".")
-	if major, err := strconv.Atoi(v); err == nil && major < 7 {
-		c.pubsub.Store(pubsubClassic)
-		return false
-	}
-	c.pubsub.Store(pubsubSharded)
-	return true
-}
-
-// The kinds of pub/sub of Client.pubsub.
-const (
-	pubsubUnknown int32 = iota
-	pubsubClassic
-	pubsubSharded
-)
-
-// publishCommand returns the command the scripts announce releases with.
-func (c *Client) publishCommand(ctx context.Context) string {
-	if c.shardedPubSub(ctx) {
-		return lua.ShardedPublish
-	}
-	return lua.Publish
 }
 
 // checkName returns why name cannot be a lock's name, or nil.
@@ -360,62 +271,4 @@ func retryWindow(rdb redis.UniversalClient) time.Duration {
 	}
 	w := time.Duration(max(retries, 0)+1)*(timeout+max(backoff, 0)) + time.Second
 	return min(w, 5*time.Minute)
-}
-
-// listen subscribes to a channel that announces releases, of a lock (the
-// backend's subscribe) or of a synchronizer: SSUBSCRIBE where the scripts
-// SPUBLISH (a Redis 7 Cluster), else SUBSCRIBE.
-func (c *Client) listen(ctx context.Context, channel string, wake pubsub.WakePolicy, opts ...pubsub.SubscribeOption) (subscription, error) {
-	subscribe := c.hub.Subscribe
-	if c.shardedPubSub(ctx) {
-		subscribe = c.hub.SSubscribe
-	}
-	s, err := subscribe(ctx, channel, wake, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// releaseContext returns the context of a release: ctx's values without its
-// cancellation, bounded by the client's release timeout. An Unlock deferred
-// with a ctx that has ended (a request's, whose client went away) must still
-// release, or the lock would stay held, and renewed, for as long as the process
-// lives. When go-redis does not apply ctx deadlines to its sockets, its own
-// timeouts bound the release and a deadline would only cost allocations on the
-// hot path: the ctx is then only detached, and not even that when it cannot be
-// cancelled.
-func (c *Client) releaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	switch {
-	case c.deadlines:
-		return context.WithTimeout(context.WithoutCancel(ctx), c.opts.releaseTimeout)
-	case ctx.Done() != nil:
-		return context.WithoutCancel(ctx), func() {}
-	}
-	return ctx, func() {}
-}
-
-// waitContext returns ctx, also ended by the deadline (zero: none) and by Close;
-// stop releases its resources.
-func (c *Client) waitContext(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	unhook := context.AfterFunc(c.ctx, func() { cancel(ErrClosed) })
-	stop := func() { unhook(); cancel(nil) }
-	if deadline.IsZero() {
-		return ctx, stop
-	}
-	ctx, cancelTimer := context.WithDeadlineCause(ctx, deadline, errWaitElapsed)
-	return ctx, func() { cancelTimer(); stop() }
-}
-
-// lockWake is the locks' wake policy for their release channels (Redisson's):
-// lua.WakeAllMessage, published when the write side of a read/write lock is
-// released or force-unlocked (readers may then all proceed), wakes every
-// waiter of this client on the channel; any other message (lua.UnlockMessage)
-// wakes one.
-func lockWake(payload string) int {
-	if payload == lua.WakeAllMessage {
-		return pubsub.All
-	}
-	return 1
 }

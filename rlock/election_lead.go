@@ -69,7 +69,7 @@ func (l *Leadership) Proclaim(ctx context.Context, value string) (err error) {
 	case err != nil:
 		return l.e.wrap(err)
 	case !ok:
-		c.lose(l.lease.h, errors.New("Proclaim found the election's lock no longer held"))
+		c.locks.lose(l.lease.h, errors.New("Proclaim found the election's lock no longer held"))
 		return l.ended()
 	}
 	l.mu.Lock()

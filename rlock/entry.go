@@ -180,6 +180,17 @@ func (h *hold) renewed() bool {
 	return false
 }
 
+// expiresWithin bounds how long the ended hold h may still live in Redis: a
+// fixed lease's remaining time; for a watchdog lease the watchdog timeout plus
+// one renewal interval of the client's options o, as a renewal round already
+// in flight may still land. The client's mutex must be held.
+func (h *hold) expiresWithin(o clientOptions) time.Duration {
+	if h.renewed() {
+		return o.watchdogTimeout + o.renewInterval
+	}
+	return max(time.Until(h.wd.Deadline()), 0)
+}
+
 // recount sets the owner's count to what Redis holds.
 func (h *hold) recount(count int64) { h.count = count }
 

@@ -127,7 +127,7 @@ func (s *ExpirableSemaphore) acquire(ctx context.Context, n int64, o permitOptio
 		ids[i] = lua.NewPermitID()
 	}
 	c := s.o.c
-	if !wait || !c.permitQs.queued(s.o.name) {
+	if !wait || !c.permits.queued(s.o.name) {
 		p, absent, err := s.attempt(ctx, ids, o.lease)
 		switch {
 		case err != nil || p != nil:
@@ -145,7 +145,7 @@ func (s *ExpirableSemaphore) acquire(ctx context.Context, n int64, o permitOptio
 	for {
 		w := newPermitWaiter(n)
 		w.ids, w.lease = ids, o.lease
-		g, err := c.waitPermits(ctx, &s.o, expirableKind{s}, w, s.keys.Channel())
+		g, err := c.permits.waitPermits(ctx, &s.o, expirableKind{s}, w, s.keys.Channel())
 		if err != nil {
 			return nil, gaveUp(ctx, s.o.name, true, err)
 		}
@@ -313,7 +313,7 @@ func (s *ExpirableSemaphore) release(ctx context.Context, raw, shown []string) e
 	defer cancel()
 	var r int64
 	acked := 0
-	err := c.handOff(ctx, &s.o, expirableKind{s}, int64(len(raw)), func(ws []*permitWaiter, alone bool, req lua.Request) (served int, err error) {
+	err := c.permits.handOff(ctx, &s.o, expirableKind{s}, int64(len(raw)), func(ws []*permitWaiter, alone bool, req lua.Request) (served int, err error) {
 		now := time.Now().UnixMilli()
 		publish, serve := c.publishCommand(ctx), expirableKind{s}.waiters(now, ws)
 		if len(raw) == 1 {

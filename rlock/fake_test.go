@@ -416,9 +416,9 @@ func result(t *testing.T, ch <-chan lockResult, d time.Duration) lockResult {
 
 // queueLen returns the length of name's queue in c, 0 when c has no entry.
 func queueLen(c *Client, name string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e := c.locks[name]; e != nil {
+	c.locks.mu.Lock()
+	defer c.locks.mu.Unlock()
+	if e := c.locks.entries[name]; e != nil {
 		return len(e.queue)
 	}
 	return 0
@@ -426,26 +426,26 @@ func queueLen(c *Client, name string) int {
 
 // tableLen returns how many locks c holds or waits for.
 func tableLen(c *Client) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.locks)
+	c.locks.mu.Lock()
+	defer c.locks.mu.Unlock()
+	return len(c.locks.entries)
 }
 
 // headSleeping reports whether name's head is asleep: subscribed, not
 // attempting, no hand-off in flight, and its next attempt at least d away.
 func headSleeping(c *Client, name string, d time.Duration) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := c.locks[name]
+	c.locks.mu.Lock()
+	defer c.locks.mu.Unlock()
+	e := c.locks.entries[name]
 	return e != nil && len(e.queue) > 0 && e.sub != nil && !e.attempting && e.handing == nil &&
 		!e.attemptAt.IsZero() && time.Until(e.attemptAt) > d
 }
 
 // holdOfCtx returns the hold of ctx's owner on name, or nil.
 func holdOfCtx(c *Client, ctx context.Context, name string) *hold {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := c.locks[name]
+	c.locks.mu.Lock()
+	defer c.locks.mu.Unlock()
+	e := c.locks.entries[name]
 	if e == nil {
 		return nil
 	}

@@ -11,7 +11,7 @@ import "github.com/holdfast-go/holdfast/watchdog"
 // round trip, as an unlock's message would, and not at the end of the lease
 // they last read; the waiters' queues and scripts then decide who gets in,
 // as after a message. Closing the result stops following.
-func (c *Client) follow(s subscription, channel, key string, count bool) subscription {
+func (c *core) follow(s subscription, channel, key string, count bool) subscription {
 	return c.followWith(s, channel, &watchdog.Follow{Key: key, Count: count,
 		News: func(r watchdog.Read) { c.hub.Changed(channel, r.At) },
 	})
@@ -21,7 +21,7 @@ func (c *Client) follow(s subscription, channel, key string, count bool) subscri
 // own channel: as the fair lock's release does, only the first waiter of the
 // lock's queue (queue) is woken, and only when it is this one, or the queue
 // is empty; the others would attempt in vain.
-func (c *Client) followFair(s subscription, channel, key, queue, field string) subscription {
+func (c *core) followFair(s subscription, channel, key, queue, field string) subscription {
 	return c.followWith(s, channel, &watchdog.Follow{Key: key, Queue: queue,
 		News: func(r watchdog.Read) {
 			if r.Head == "" || r.Head == field {
@@ -32,7 +32,7 @@ func (c *Client) followFair(s subscription, channel, key, queue, field string) s
 }
 
 // followWith starts f, which tells channel, and returns s with it.
-func (c *Client) followWith(s subscription, channel string, f *watchdog.Follow) subscription {
+func (c *core) followWith(s subscription, channel string, f *watchdog.Follow) subscription {
 	return &followed{subscription: s, stop: c.wd.Follow(f)}
 }
 

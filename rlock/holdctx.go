@@ -20,7 +20,7 @@ import (
 // with context.WithCancel. A lease that has already ended returns a ctx
 // already cancelled.
 func (l *Lease) Context(parent context.Context) (ctx context.Context, cancel context.CancelFunc) {
-	l.c.checkDeadline(l.h)
+	l.t.checkDeadline(l.h)
 	return holdContext(parent, &l.ended, l.Err)
 }
 

@@ -56,16 +56,6 @@ func (c *Client) NewMutex(name string) *Mutex {
 	return &m
 }
 
-// newMutex returns the handle of the lock name of kind k.
-func newMutex(c *Client, name string, k kind) Mutex {
-	return newLayoutMutex(c, name, lua.LayoutLock, k)
-}
-
-// newLayoutMutex returns the handle of the lock name of the layout l and kind k.
-func newLayoutMutex(c *Client, name string, l lua.Layout, k kind) Mutex {
-	return Mutex{c: c, name: name, lk: newLockDef(name, l, k), bad: checkName(name)}
-}
-
 // NonReentrantMutex is a lock that its owner cannot take twice (Redisson's
 // getNonReentrantLock): a second Lock or TryLock by the owner that holds it
 // fails at once with ErrNonReentrant, and the hold count stays 1. Otherwise it

@@ -13,16 +13,16 @@ import (
 // in any order. Done is closed when the lease ends, by Unlock or because the hold
 // was lost; Err then says why. A Lease is safe for concurrent use.
 type Lease struct {
-	c     *Client
+	t     *lockTable // the engine that granted it
 	h     *hold
 	lease time.Duration // fixed lease; 0 for a watchdog lease
 	acks  lua.Acks      // replica acknowledgements its release waits for
 	token int64         // fencing token of a FencedMutex acquisition, else 0
-	ended ending        // ended (with c.mu held) when the lease ends
+	ended ending        // ended (with t.mu held) when the lease ends
 
 	// resend is the release of the owner's last lease whose outcome is
 	// unknown (ErrUnlockUnconfirmed), which Unlock sends again if called
-	// again: its latch recognises a first try that ran. Guarded by c.mu.
+	// again: its latch recognises a first try that ran. Guarded by t.mu.
 	resend *lua.ReleaseArgs
 }
 
@@ -48,7 +48,7 @@ func (l *Lease) Holder() string { return l.h.field.String() }
 // closes a scheduling delay after the process resumes; Err, asked right before
 // each write, compares the deadline with the clock when called.
 func (l *Lease) Done() <-chan struct{} {
-	l.c.checkDeadline(l.h)
+	l.t.checkDeadline(l.h)
 	return l.ended.Done()
 }
 
@@ -64,9 +64,9 @@ func (l *Lease) Done() <-chan struct{} {
 // however long the process was paused. See docs/safety.md for the gap between
 // the check and the write, which a fencing token closes.
 func (l *Lease) Err() error {
-	l.c.checkDeadline(l.h)
-	l.c.mu.Lock()
-	defer l.c.mu.Unlock()
+	l.t.checkDeadline(l.h)
+	l.t.mu.Lock()
+	defer l.t.mu.Unlock()
 	err := l.ended.Err()
 	if err == nil && l.h.lostWhileReleasing != nil {
 		return l.h.lostWhileReleasing // lost while its Unlock is in flight
@@ -98,14 +98,14 @@ func (l *Lease) Unlock(ctx context.Context) (err error) {
 
 // unlock is Unlock.
 func (l *Lease) unlock(ctx context.Context) error {
-	back, err := l.c.release(ctx, l)
+	back, err := l.t.release(ctx, l)
 	if back != nil {
-		l.c.giveBack(ctx, back)
+		l.t.giveBack(ctx, back)
 	}
 	return err
 }
 
 // startCall starts reporting a public call of op on l (see Client.begin).
 func (l *Lease) startCall(ctx context.Context, op observe.Op) (context.Context, *observed) {
-	return l.c.obs.startCall(ctx, l.h.e.lk.seen, op, l.h.e.name)
+	return l.t.obs.startCall(ctx, l.h.e.lk.seen, op, l.h.e.name)
 }

@@ -81,7 +81,7 @@ func (l *MultiLease) startCall(ctx context.Context, op observe.Op) (context.Cont
 	if len(l.parts) == 0 {
 		return ctx, nil
 	}
-	return l.parts[0].c.obs.startCall(ctx, l.kind, op, l.parts[0].Name())
+	return l.parts[0].t.obs.startCall(ctx, l.kind, op, l.parts[0].Name())
 }
 
 // take takes the parts in order with lock, or none.

@@ -48,6 +48,16 @@ type Mutex struct {
 	bad  error    // why the name cannot be a lock (checkName), returned by every method
 }
 
+// newMutex returns the handle of the lock name of kind k.
+func newMutex(c *Client, name string, k kind) Mutex {
+	return newLayoutMutex(c, name, lua.LayoutLock, k)
+}
+
+// newLayoutMutex returns the handle of the lock name of the layout l and kind k.
+func newLayoutMutex(c *Client, name string, l lua.Layout, k kind) Mutex {
+	return Mutex{c: c, name: name, lk: newLockDef(name, l, k), bad: checkName(name)}
+}
+
 // Name returns the lock's name.
 func (m *Mutex) Name() string { return m.name }
 
@@ -82,7 +92,7 @@ func (m *Mutex) tryLock(ctx context.Context, lo lockOptions) (*Lease, error) {
 	if lo.waitTime > 0 {
 		deadline = time.Now().Add(lo.waitTime)
 	}
-	return m.c.lock(ctx, m.lk, ownerFrom(ctx), lo, lo.waitTime > 0, deadline)
+	return m.c.locks.lock(ctx, m.lk, ownerFrom(ctx), lo, lo.waitTime > 0, deadline)
 }
 
 // Lock acquires the lock, waiting until it is free or ctx is done (Redisson's
@@ -120,7 +130,7 @@ func (m *Mutex) lock(ctx context.Context, lo lockOptions) (*Lease, error) {
 	if m.bad != nil {
 		return nil, m.bad
 	}
-	return m.c.lock(ctx, m.lk, ownerFrom(ctx), lo, true, time.Time{})
+	return m.c.locks.lock(ctx, m.lk, ownerFrom(ctx), lo, true, time.Time{})
 }
 
 // Unlock gives back the most recent open lease of ctx's owner on this lock, for
@@ -137,13 +147,13 @@ func (m *Mutex) Unlock(ctx context.Context) (err error) {
 	if o == nil {
 		return fmt.Errorf("%w: %s: ctx has no owner (see WithOwner); unlock through the Lease", ErrNotHeld, quote(m.name))
 	}
-	m.c.mu.Lock()
-	h := m.c.holdOf(o, m.lk)
+	m.c.locks.mu.Lock()
+	h := m.c.locks.holdOf(o, m.lk)
 	var l *Lease
 	if h != nil && len(h.leases) > 0 {
 		l = h.leases[len(h.leases)-1]
 	}
-	m.c.mu.Unlock()
+	m.c.locks.mu.Unlock()
 	if l == nil {
 		return fmt.Errorf("%w: %s", ErrNotHeld, quote(m.name))
 	}
@@ -172,15 +182,15 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (_ bool, err error) {
 	if !ok {
 		return false, nil
 	}
-	m.c.mu.Lock()
+	m.c.locks.mu.Lock()
 	for _, id := range m.lk.keyIDs() {
-		if e := m.c.locks[id]; e != nil {
+		if e := m.c.locks.entries[id]; e != nil {
 			for len(e.holds) > 0 {
-				m.c.endHold(e.holds[0], lost)
+				m.c.locks.endHold(e.holds[0], lost)
 			}
 		}
 	}
-	m.c.mu.Unlock()
+	m.c.locks.mu.Unlock()
 	return ok, nil
 }
 

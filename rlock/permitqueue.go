@@ -41,8 +41,11 @@ const maxServed = 32
 // permits while sparing the round trips of a race for each one.
 const maxPermitHandOffs = 8
 
-// permitTable is the client's permit queues, by semaphore name.
+// permitTable is the client's permit queues, by semaphore name: the
+// semaphores' engine. Its state is here; the round trips around it are in
+// semwait.go.
 type permitTable struct {
+	*core
 	mu sync.Mutex
 	m  map[string]*permitQueue
 }
@@ -93,6 +96,16 @@ type permitWaiter struct {
 	turn  chan struct{} // closed when the waiter becomes the head
 	wake  chan struct{} // the head should look again: what was in flight ended
 	grant chan permitGrant
+}
+
+// permitGrant is what a served waiter gets: when the round trip that served it
+// was sent, and for an ExpirableSemaphore's replayed head the expiry Redis
+// holds (0: the one sent); or err, the refusal of an attempt that served it
+// but was not acknowledged by enough replicas (its permits went back).
+type permitGrant struct {
+	sent   time.Time
+	expiry int64
+	err    error
 }
 
 func newPermitWaiter(n int64) *permitWaiter {

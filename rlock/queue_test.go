@@ -23,9 +23,9 @@ func testCtx(t *testing.T) context.Context {
 
 // handing returns the owner of the hand-off in flight on name, or nil.
 func handing(c *Client, name string) *owner {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e := c.locks[name]; e != nil && e.handing != nil {
+	c.locks.mu.Lock()
+	defer c.locks.mu.Unlock()
+	if e := c.locks.entries[name]; e != nil && e.handing != nil {
 		return e.handing.o
 	}
 	return nil
@@ -323,7 +323,7 @@ func TestLostHoldWakesHead(t *testing.T) {
 	h := holdOfCtx(c, hctx, name)
 	require.NotNil(t, h)
 	f.free()
-	c.lose(h, errors.New("gone"))
+	c.locks.lose(h, errors.New("gone"))
 
 	r := result(t, w, time.Second)
 	require.NoError(t, r.err)
@@ -502,9 +502,9 @@ func TestUnsureClearedByAttemptThatNeverRan(t *testing.T) {
 
 	require.ErrorIs(t, hl.Unlock(hctx), errLostReply) // handed to W, outcome unknown
 	require.Eventually(t, func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		e := c.locks[name]
+		c.locks.mu.Lock()
+		defer c.locks.mu.Unlock()
+		e := c.locks.entries[name]
 		return e != nil && e.attempting
 	}, 2*time.Second, tick, "W wakes to attempt")
 	cancelW()

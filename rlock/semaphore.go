@@ -96,7 +96,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait bool, deadline ti
 		return err
 	}
 	c := s.o.c
-	if !wait || !c.permitQs.queued(s.o.name) {
+	if !wait || !c.permits.queued(s.o.name) {
 		r, err := s.take(ctx, s.o.request(), n)
 		switch {
 		case err != nil:
@@ -109,7 +109,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait bool, deadline ti
 	}
 	ctx, stop := c.waitContext(ctx, deadline)
 	defer stop()
-	_, err := c.waitPermits(ctx, &s.o, semaphoreKind{s}, newPermitWaiter(n), lua.SemaphoreChannel(s.o.name))
+	_, err := c.permits.waitPermits(ctx, &s.o, semaphoreKind{s}, newPermitWaiter(n), lua.SemaphoreChannel(s.o.name))
 	return gaveUp(ctx, s.o.name, true, err)
 }
 
@@ -213,7 +213,7 @@ func (s *Semaphore) release(ctx context.Context, n int64, ifExists bool) (ok boo
 	ctx, cancel := c.releaseContext(ctx)
 	defer cancel()
 	acked := 0
-	err = c.handOff(ctx, &s.o, semaphoreKind{s}, n, func(ws []*permitWaiter, alone bool, req lua.Request) (int, error) {
+	err = c.permits.handOff(ctx, &s.o, semaphoreKind{s}, n, func(ws []*permitWaiter, alone bool, req lua.Request) (int, error) {
 		var served int64
 		ok, served, acked, err = lua.SemaphoreReleaseAcked(ctx, c.rdb, s.o.name, n, ifExists, c.publishCommand(ctx), req, s.o.acks(), alone, wants(ws)...)
 		return int(served), err

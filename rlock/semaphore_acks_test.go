@@ -46,7 +46,7 @@ func TestNotReplicatedErrorText(t *testing.T) {
 // the call, and carry the client's requirement; a call that wrote nothing,
 // or without a requirement, gives none.
 func TestSyncObjectNotReplicated(t *testing.T) {
-	c := &Client{}
+	c := &Client{core: &core{}}
 	c.opts.acks.Replicas, c.opts.acks.Timeout = 2, time.Second
 	o := &syncObject{c: c, name: "s", noun: "semaphore"}
 	var nr *NotReplicatedError

@@ -40,65 +40,53 @@ type permitTry struct {
 	refused error
 }
 
-// permitGrant is what a served waiter gets: when the round trip that served it
-// was sent, and for an ExpirableSemaphore's replayed head the expiry Redis
-// holds (0: the one sent); or err, the refusal of an attempt that served it
-// but was not acknowledged by enough replicas (its permits went back).
-type permitGrant struct {
-	sent   time.Time
-	expiry int64
-	err    error
-}
-
 // waitPermits queues w on the semaphore o and waits until a round trip serves
 // it, or ctx ends (then it returns ctx.Err(); the caller says why). ctx must
 // end with Close (waitContext).
-func (c *Client) waitPermits(ctx context.Context, o *syncObject, k permitKind, w *permitWaiter, channel string) (permitGrant, error) {
-	q := c.permitQs.join(o.name, w)
-	c.obs.observedIn(ctx).blocking()
+func (t *permitTable) waitPermits(ctx context.Context, o *syncObject, k permitKind, w *permitWaiter, channel string) (permitGrant, error) {
+	q := t.join(o.name, w)
+	t.obs.observedIn(ctx).blocking()
 	select {
 	case <-w.turn:
-		return c.leadPermits(ctx, o, k, q, w, channel)
+		return t.leadPermits(ctx, o, k, q, w, channel)
 	case g := <-w.grant:
 		return g, g.err
 	case <-ctx.Done():
-		return c.leavePermits(ctx, k, q, w, ctx.Err())
+		return t.leavePermits(ctx, o, k, q, w, ctx.Err())
 	}
 }
 
 // leadPermits runs w as the head of q (await) until a round trip serves it or
 // it gives up.
-func (c *Client) leadPermits(ctx context.Context, o *syncObject, k permitKind, q *permitQueue, w *permitWaiter, channel string) (permitGrant, error) {
-	t := &c.permitQs
+func (t *permitTable) leadPermits(ctx context.Context, o *syncObject, k permitKind, q *permitQueue, w *permitWaiter, channel string) (permitGrant, error) {
 	g, err := await(ctx, waitPlan[permitGrant]{
 		attempt: func(ctx context.Context) (turn[permitGrant], error) {
-			tr, err := c.permitStep(ctx, o, k, q, w)
-			if tr.sleep < 0 || tr.sleep > c.opts.recheck {
-				tr.sleep, tr.timer = c.opts.recheck, observe.CauseRecheck
+			tr, err := t.permitStep(ctx, o, k, q, w)
+			if tr.sleep < 0 || tr.sleep > t.opts.recheck {
+				tr.sleep, tr.timer = t.opts.recheck, observe.CauseRecheck
 			}
 			return tr, err
 		},
-		subscribe: func(ctx context.Context) (waker, error) { return c.listenPermits(ctx, o, q, channel) },
+		subscribe: func(ctx context.Context) (waker, error) { return t.listenPermits(ctx, o, q, channel) },
 		wake:      w.wake,
 		handed:    w.grant,
 		confirmed: func() { t.locked(func() { q.attemptAt, q.quiet = time.Time{}, false }) },
 		heard:     func() { t.locked(func() { q.attemptAt, q.quiet = time.Now().Add(q.pace.heard()), false }) },
-		watch:     c.obs.observedIn(ctx),
+		watch:     t.obs.observedIn(ctx),
 	})
 	if err != nil {
-		return c.leavePermits(ctx, k, q, w, err)
+		return t.leavePermits(ctx, o, k, q, w, err)
 	}
 	return g, g.err
 }
 
 // permitStep is one step of the head w: settle an unsure round trip, pace,
 // or attempt for the front waiters.
-func (c *Client) permitStep(ctx context.Context, o *syncObject, k permitKind, q *permitQueue, w *permitWaiter) (turn[permitGrant], error) {
-	t := &c.permitQs
+func (t *permitTable) permitStep(ctx context.Context, o *syncObject, k permitKind, q *permitQueue, w *permitWaiter) (turn[permitGrant], error) {
 	t.mu.Lock()
 	if len(q.unsure) > 0 {
 		t.mu.Unlock()
-		return c.settle(ctx, o, k, q, w)
+		return t.settle(ctx, o, k, q, w)
 	}
 	if d := time.Until(q.attemptAt); d > 0 {
 		t.mu.Unlock()
@@ -120,7 +108,7 @@ func (c *Client) permitStep(ctx context.Context, o *syncObject, k permitKind, q 
 		return turn[permitGrant]{sleep: -1, idle: true}, nil // a release serves w: its grant comes
 	}
 	sent, req := time.Now(), o.request()
-	rctx, cancel := c.releaseContext(ctx) // the round trip serves others: ctx does not cut it short
+	rctx, cancel := t.releaseContext(ctx) // the round trip serves others: ctx does not cut it short
 	r, err := k.attempt(rctx, sent, req, ws)
 	cancel()
 	t.mu.Lock()
@@ -128,7 +116,7 @@ func (c *Client) permitStep(ctx context.Context, o *syncObject, k permitKind, q 
 	if r.refused != nil {
 		q.refused(ws, r.served, r.refused, w)
 	} else {
-		back = c.ended(q, k, ws, r.served, err, req, 0, sent, w)
+		back = t.ended(q, k, ws, r.served, err, req, 0, sent, w)
 	}
 	q.looked = q.looked || confirmed && err == nil
 	switch {
@@ -157,7 +145,7 @@ func (c *Client) permitStep(ctx context.Context, o *syncObject, k permitKind, q 
 // them, or an unknown outcome (err) that the head settles later when k reads
 // it from the record. It returns the waiters whose permits go back. t.mu
 // must be held.
-func (c *Client) ended(q *permitQueue, k permitKind, ws []*permitWaiter, served int, err error,
+func (t *permitTable) ended(q *permitQueue, k permitKind, ws []*permitWaiter, served int, err error,
 	req lua.Request, offset int64, sent time.Time, w *permitWaiter) []*permitWaiter {
 	if err != nil && k.recorded() {
 		q.failed(ws, req, offset, sent)
@@ -171,8 +159,7 @@ func (c *Client) ended(q *permitQueue, k permitKind, ws []*permitWaiter, served 
 
 // settle reads the outcome of q's first unsure round trip from its request's
 // record and serves by it; w, the head (nil: none), may be one it served.
-func (c *Client) settle(ctx context.Context, o *syncObject, k permitKind, q *permitQueue, w *permitWaiter) (turn[permitGrant], error) {
-	t := &c.permitQs
+func (t *permitTable) settle(ctx context.Context, o *syncObject, k permitKind, q *permitQueue, w *permitWaiter) (turn[permitGrant], error) {
 	t.mu.Lock()
 	if len(q.unsure) == 0 {
 		t.mu.Unlock()
@@ -181,8 +168,8 @@ func (c *Client) settle(ctx context.Context, o *syncObject, k permitKind, q *per
 	u := q.unsure[0]
 	q.unsure = q.unsure[1:] // its waiters fly still: nobody else serves them
 	t.mu.Unlock()
-	rctx, cancel := c.releaseContext(ctx)
-	v, ran, err := lua.Recorded(rctx, c.rdb, u.req)
+	rctx, cancel := t.releaseContext(ctx)
+	v, ran, err := lua.Recorded(rctx, t.rdb, u.req)
 	cancel()
 	served := 0
 	if ran {
@@ -195,7 +182,7 @@ func (c *Client) settle(ctx context.Context, o *syncObject, k permitKind, q *per
 		refund, served = u.ws[:served], 0
 	}
 	t.mu.Lock()
-	back := c.ended(q, k, u.ws, served, err, u.req, u.offset, u.sent, w)
+	back := t.ended(q, k, u.ws, served, err, u.req, u.offset, u.sent, w)
 	if refund != nil {
 		q.quiet = false // the permits are back: the head attempts at once
 	}
@@ -214,8 +201,7 @@ func (c *Client) settle(ctx context.Context, o *syncObject, k permitKind, q *per
 // leavePermits takes w out of q as it gives up with err; a round trip that
 // served it meanwhile makes it return that grant instead. The last waiter of
 // a queue with an unsure round trip settles it, or nobody would.
-func (c *Client) leavePermits(ctx context.Context, k permitKind, q *permitQueue, w *permitWaiter, err error) (permitGrant, error) {
-	t := &c.permitQs
+func (t *permitTable) leavePermits(ctx context.Context, o *syncObject, k permitKind, q *permitQueue, w *permitWaiter, err error) (permitGrant, error) {
 	t.mu.Lock()
 	served := q.leave(w)
 	orphan := len(q.unsure) > 0 && len(q.waiters) == 0
@@ -229,8 +215,8 @@ func (c *Client) leavePermits(ctx context.Context, k permitKind, q *permitQueue,
 		return g, g.err
 	}
 	if orphan {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.latchTTL.Duration())
-		_, _ = c.settle(sctx, &syncObject{c: c, name: q.name}, k, q, nil)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.latchTTL.Duration())
+		_, _ = t.settle(sctx, o, k, q, nil)
 		cancel()
 		t.mu.Lock()
 		t.forgetLocked(q)
@@ -243,8 +229,7 @@ func (c *Client) leavePermits(ctx context.Context, k permitKind, q *permitQueue,
 // subscription an attempt has looked through since its confirmation is not
 // told of the confirmation (lookedThrough): a message since would have left
 // it a token.
-func (c *Client) listenPermits(ctx context.Context, o *syncObject, q *permitQueue, channel string) (waker, error) {
-	t := &c.permitQs
+func (t *permitTable) listenPermits(ctx context.Context, o *syncObject, q *permitQueue, channel string) (waker, error) {
 	t.mu.Lock()
 	s, looked := q.sub, q.looked
 	t.mu.Unlock()
@@ -254,14 +239,14 @@ func (c *Client) listenPermits(ctx context.Context, o *syncObject, q *permitQueu
 	if s != nil {
 		return s, nil
 	}
-	s, err := c.listen(ctx, channel, semaphoreWake, pubsub.Heard(func(payload string) {
+	s, err := t.listen(ctx, channel, semaphoreWake, pubsub.Heard(func(payload string) {
 		n := int64(semaphoreWake(payload))
 		t.locked(func() { q.announced = n })
 	}))
 	if err != nil {
 		return nil, o.wrap(err)
 	}
-	s = c.follow(s, channel, o.name, true)
+	s = t.follow(s, channel, o.name, true)
 	t.mu.Lock()
 	use := q.sub
 	if use == nil && t.m[q.name] == q {
@@ -286,9 +271,8 @@ func (c *Client) listenPermits(ctx context.Context, o *syncObject, q *permitQueu
 // for the waiters' acquisitions, and a short one could not be undone for
 // them; release publishes, and the waiters take the permits with attempts
 // of their own, acknowledged.
-func (c *Client) handOff(ctx context.Context, o *syncObject, k permitKind, n int64,
+func (t *permitTable) handOff(ctx context.Context, o *syncObject, k permitKind, n int64,
 	release func(ws []*permitWaiter, onlyIfAlone bool, req lua.Request) (int, error)) error {
-	t := &c.permitQs
 	t.mu.Lock()
 	q := t.m[o.name]
 	var ws []*permitWaiter
@@ -305,7 +289,7 @@ func (c *Client) handOff(ctx context.Context, o *syncObject, k permitKind, n int
 	t.mu.Lock()
 	var back []*permitWaiter
 	if ws != nil {
-		back = c.ended(q, k, ws, served, err, req, 1, sent, nil)
+		back = t.ended(q, k, ws, served, err, req, 1, sent, nil)
 	}
 	if served > 0 {
 		q.pace.handedOff()

@@ -4,32 +4,60 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/holdfast-go/holdfast/lua"
 	"github.com/holdfast-go/holdfast/watchdog"
 )
 
-// entry returns the lockEntry of lk, creating it. c.mu must be held.
-func (c *Client) entry(lk *lockDef) *lockEntry {
-	e := c.locks[lk.id]
+// lockTable is every lock this client holds or waits for, by lock (lockDef.id):
+// the locks' engine. Its entries' state and transitions are in entry.go; the
+// round trips around them are its methods (acquire.go, wait.go, wait_fair.go,
+// release.go, queue.go and this file).
+type lockTable struct {
+	*core
+	mu      sync.Mutex
+	entries map[string]*lockEntry
+}
+
+// newLockTable returns the empty lock table of the client whose core is c.
+func newLockTable(c *core) *lockTable {
+	return &lockTable{core: c, entries: make(map[string]*lockEntry)}
+}
+
+// entry returns the lockEntry of lk, creating it. t.mu must be held.
+func (t *lockTable) entry(lk *lockDef) *lockEntry {
+	e := t.entries[lk.id]
 	if e == nil {
 		e = newEntry(lk)
-		c.locks[lk.id] = e
+		t.entries[lk.id] = e
 	}
 	return e
 }
 
-// forget drops e once nothing of it is left. c.mu must be held.
-func (c *Client) forget(e *lockEntry) {
-	if e.idle() && c.locks[e.lk.id] == e {
-		delete(c.locks, e.lk.id)
+// forget drops e once nothing of it is left. t.mu must be held.
+func (t *lockTable) forget(e *lockEntry) {
+	if e.idle() && t.entries[e.lk.id] == e {
+		delete(t.entries, e.lk.id)
 	}
 }
 
-// holdOf returns o's hold of the lock lk, or nil. c.mu must be held.
-func (c *Client) holdOf(o *owner, lk *lockDef) *hold {
-	if e := c.locks[lk.id]; e != nil {
+// remove takes w out of e's queue and reports whether it was there, and whether
+// w was to settle a hand-off of unknown outcome. It closes the queue's
+// subscription when the queue empties. t.mu must be held.
+func (t *lockTable) remove(e *lockEntry, w *waiter) (was, unsure bool) {
+	was, unsure, unsub := e.dequeue(w)
+	if unsub != nil {
+		unsub.Close()
+	}
+	t.forget(e)
+	return was, unsure
+}
+
+// holdOf returns o's hold of the lock lk, or nil. t.mu must be held.
+func (t *lockTable) holdOf(o *owner, lk *lockDef) *hold {
+	if e := t.entries[lk.id]; e != nil {
 		return e.holdOf(o)
 	}
 	return nil
@@ -38,17 +66,17 @@ func (c *Client) holdOf(o *owner, lk *lockDef) *hold {
 // grant records the acquisition a of lk by o, with options lo, sent at sent,
 // that Redis confirmed (o now holds the lock a.Expected+1 times, with the
 // fencing token token on a fenced lock), and returns the new Lease. The watchdog
-// registration is made here, before the caller can see the lease. c.mu must be
+// registration is made here, before the caller can see the lease. t.mu must be
 // held.
-func (c *Client) grant(o *owner, lk *lockDef, a lua.AcquireArgs, lo lockOptions, sent time.Time, token int64) *Lease {
-	l := &Lease{c: c, lease: lo.leaseTime, acks: a.Acks, token: token}
-	h := c.entry(lk).acquired(o, a.Field, l, a.Expected+1)
+func (t *lockTable) grant(o *owner, lk *lockDef, a lua.AcquireArgs, lo lockOptions, sent time.Time, token int64) *Lease {
+	l := &Lease{t: t, lease: lo.leaseTime, acks: a.Acks, token: token}
+	h := t.entry(lk).acquired(o, a.Field, l, a.Expected+1)
 	deadline := sent.Add(a.Lease.Duration())
 	if h.wd == nil {
-		h.seen = c.obs.holdStarted(lk.seen, lk.Name(), sent)
-		c.record.keep(c.rdb, c.self, c.opts.logger, c.opts.releaseTimeout)
-		h.wd = c.wd.WatchAs(watchdog.Label{Kind: lk.seen, Name: lk.Name()}, lk.Renewal(h.field.String()), deadline, h.renewed(), a.Acks,
-			func(reason error) { c.lose(h, reason) })
+		h.seen = t.obs.holdStarted(lk.seen, lk.Name(), sent)
+		t.record.keep(t.rdb, t.self, t.opts.logger, t.opts.releaseTimeout)
+		h.wd = t.wd.WatchAs(watchdog.Label{Kind: lk.seen, Name: lk.Name()}, lk.Renewal(h.field.String()), deadline, h.renewed(), a.Acks,
+			func(reason error) { t.lose(h, reason) })
 	} else {
 		h.wd.Update(deadline, h.renewed())
 	}
@@ -58,37 +86,37 @@ func (c *Client) grant(o *owner, lk *lockDef, a lua.AcquireArgs, lo lockOptions,
 // endHold forgets a hold: its leases end with err, its renewal stops. A hold that
 // ends without an unlock (err is not ErrUnlocked: lost, force-unlocked, expired)
 // wakes this client's waiters on the lock to attempt at once: nothing else will
-// tell them the lock may be free. c.mu must be held.
-func (c *Client) endHold(h *hold, err error) {
+// tell them the lock may be free. t.mu must be held.
+func (t *lockTable) endHold(h *hold, err error) {
 	e := h.e
 	if !e.ended(h, err) {
 		return
 	}
 	h.wd.Stop()
-	c.obs.holdEnded(h.seen, err)
+	t.obs.holdEnded(h.seen, err)
 	if !errors.Is(err, ErrUnlocked) {
-		c.wakeWaiters(e.lk)
+		t.wakeWaiters(e.lk)
 	}
-	c.forget(e)
+	t.forget(e)
 }
 
 // wakeWaiters makes this client's waiters on lk's Redis key look again at once:
 // the head of each queue on the key (both sides of a read/write lock) and every
-// fair waiter. c.mu must be held.
-func (c *Client) wakeWaiters(lk *lockDef) {
+// fair waiter. t.mu must be held.
+func (t *lockTable) wakeWaiters(lk *lockDef) {
 	for _, id := range lk.keyIDs() {
-		if e := c.locks[id]; e != nil {
+		if e := t.entries[id]; e != nil {
 			e.wakeAll()
 		}
 	}
 }
 
 // resync sets a hold's count to what Redis holds. When the owner's holds are
-// gone it ends them and returns the ErrLockLost error. c.mu must be held.
-func (c *Client) resync(h *hold, count int64) error {
+// gone it ends them and returns the ErrLockLost error. t.mu must be held.
+func (t *lockTable) resync(h *hold, count int64) error {
 	if count == 0 {
 		err := fmt.Errorf("%w: %s: the owner's holds expired or were force-unlocked", ErrLockLost, quote(h.e.name))
-		c.endHold(h, err)
+		t.endHold(h, err)
 		return err
 	}
 	h.recount(count)
@@ -97,43 +125,43 @@ func (c *Client) resync(h *hold, count int64) error {
 
 // checkDeadline declares h lost at once if its deadline has passed, before the
 // watchdog's timer does: a lease is never valid past its deadline, even for the
-// moment after a paused process resumes. c.mu must not be held.
-func (c *Client) checkDeadline(h *hold) {
+// moment after a paused process resumes. t.mu must not be held.
+func (t *lockTable) checkDeadline(h *hold) {
 	if reason := h.wd.Overdue(time.Now()); reason != nil {
-		c.lose(h, reason)
+		t.lose(h, reason)
 	}
 }
 
 // lose ends h, lost for reason (the watchdog's), and reports it; while the
 // owner's last Unlock is in flight the loss is kept for that Unlock to apply if
-// it fails. c.mu must not be held.
-func (c *Client) lose(h *hold, reason error) {
+// it fails. t.mu must not be held.
+func (t *lockTable) lose(h *hold, reason error) {
 	err := fmt.Errorf("%w: %s: %w", ErrLockLost, quote(h.e.name), reason)
-	c.mu.Lock()
+	t.mu.Lock()
 	if h.e.holdOf(h.owner) != h {
-		c.mu.Unlock()
+		t.mu.Unlock()
 		return
 	}
 	if h.lostDuringRelease(err) {
-		c.mu.Unlock()
+		t.mu.Unlock()
 		return
 	}
-	c.endHold(h, err)
-	c.mu.Unlock()
-	c.obs.lost(h.e.lk.seen, h.e.name, err)
+	t.endHold(h, err)
+	t.mu.Unlock()
+	t.obs.lost(h.e.lk.seen, h.e.name, err)
 }
 
 // releaseHolds gives back, at Close, every hold still open but those whose
 // Unlock is in flight, and ends their leases with ErrClosed: as the release
 // is sent, then with what it found.
-func (c *Client) releaseHolds() {
-	ctx, cancel := context.WithTimeout(context.Background(), c.opts.releaseTimeout)
+func (t *lockTable) releaseHolds() {
+	ctx, cancel := context.WithTimeout(context.Background(), t.opts.releaseTimeout)
 	defer cancel()
-	publish := c.publishCommand(ctx)
-	c.mu.Lock()
+	publish := t.publishCommand(ctx)
+	t.mu.Lock()
 	var holds []*hold
 	var args []lua.ReleaseArgs
-	for _, e := range c.locks {
+	for _, e := range t.entries {
 		for _, h := range e.holds {
 			if h.releasing {
 				continue // its Unlock ends it
@@ -144,24 +172,24 @@ func (c *Client) releaseHolds() {
 			}
 			holds = append(holds, h)
 			args = append(args, lua.ReleaseArgs{Lock: e.lk.Lock, Field: h.field, Expected: h.count, Levels: h.count,
-				Latch: e.lk.NewLatch(), LatchTTL: c.latchTTL, Publish: publish, Quiet: e.lk.spin != nil})
+				Latch: e.lk.NewLatch(), LatchTTL: t.latchTTL, Publish: publish, Quiet: e.lk.spin != nil})
 		}
 	}
-	c.mu.Unlock()
+	t.mu.Unlock()
 	if len(holds) == 0 {
 		return
 	}
-	replies, errs := c.backend.releaseAll(ctx, args)
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	replies, errs := t.backend.releaseAll(ctx, args)
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	for i, h := range holds {
 		h.endRelease()
-		c.endHold(h, h.closedHold(replies[i], errs[i], c.opts))
+		t.endHold(h, h.closedHold(replies[i], errs[i], t.opts))
 	}
 }
 
 // closedHold is the error that ends the leases of a hold Close released with
-// the reply r or the error err. c.mu must be held.
+// the reply r or the error err. t.mu must be held.
 func (h *hold) closedHold(r lua.ReleaseReply, err error, o clientOptions) error {
 	name := quote(h.e.name)
 	switch {
