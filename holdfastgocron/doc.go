@@ -13,10 +13,11 @@
 // the run. With a plain lock, the first instance to fire takes the lock, runs a
 // fast job and releases it; an instance whose clock (or start) is a few
 // milliseconds behind fires the same tick right after and finds the lock free,
-// so the tick runs twice (gocron issue #841). The Locker keeps each lock until
-// at least minHold after it was taken, even when the job ended sooner: the
-// lagging instance finds it held and skips the tick. minHold must be longer
-// than the skew between instances and shorter than the job's interval:
+// so the tick runs twice (https://github.com/go-co-op/gocron/issues/841).
+// The Locker keeps each lock until at least minHold after it was taken, even
+// when the job ended sooner: the lagging instance finds it held and skips the
+// tick. minHold must be longer than the skew between instances and shorter
+// than the job's interval:
 //
 //	locker, err := holdfastgocron.NewLocker(c, 500*time.Millisecond) // skew < 500 ms < interval
 //	s, err := gocron.NewScheduler(gocron.WithDistributedLocker(locker))

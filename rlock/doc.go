@@ -76,9 +76,11 @@
 // without the lock asks Err right before each write (ExampleLease_Done).
 // Context gives work a ctx that the hold's end cancels, with the reason as
 // its cause (context.Cause; ExampleLease_Context, docs/election.md).
-// With client tracking (WithTracking, on by default) a deleted, replaced or
-// failed-over key is known within a round trip instead of at the next
-// renewal. WithOnLost calls a function once per lost hold, the client's
+// The client's watchdog also tracks the keys of its holds (Redis client
+// tracking; WithTracking, on by default): a key deleted, replaced, cut short,
+// flushed or lost in a failover ends its holds within a round trip instead of
+// at the next renewal (Done closes, Err matches ErrLockLost or
+// ErrPermitLost). WithOnLost calls a function once per lost hold, the client's
 // logger (slog.Default unless WithLogger sets another, or none) logs it, as
 // it logs the renewal rounds that fail before, with the lease left, and an
 // observer (WithObserver) is told. docs/safety.md says what a lease
@@ -89,6 +91,17 @@
 // deferred Unlock), bounded by the client's release timeout; a release Redis
 // does not confirm ends the lease and stops the renewals, so that the lock
 // expires by itself (ErrUnlockUnconfirmed).
+//
+// # Leader election
+//
+// An Election (NewElection) is a fenced lock plus a leader record. Campaign
+// waits until the caller leads and returns a Leadership: one term, whose
+// Token is the term's fencing token, whose Proclaim changes the leader's
+// value and Resign ends it, and whose Done, Err and Context say when and why
+// it ended, as a Lease's (a loss is known at once, as above). Followers read
+// the leader, a LeaderInfo, with Leader, or are sent every change by Observe.
+// A Java process that takes getFencedLock on the same name is a candidate too
+// (ExampleElection; docs/election.md).
 //
 // # Who holds a lock
 //

@@ -32,6 +32,12 @@
 //
 // Cause says which of these a loss was, as observe.LossCause.
 //
+// With Options.Track the tracker also serves waiters: a Follow is a key that a
+// waiter of the client waits on and does not hold (a lock's, a semaphore's
+// count); the tracker reads it on its tracked connection and tells the waiter
+// when a change lets it in, so that a hold ended with nothing published (an
+// operator's DEL, a flush, a restart) wakes the waiters of every process.
+//
 // Transient errors (timeouts, a lost connection, a restarting server) are logged
 // and do not stop renewal: the next round tries again while the deadline allows.
 //
