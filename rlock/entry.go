@@ -73,28 +73,13 @@ type hold struct {
 // as the head it attempts (wait.go) until it takes the lock, is handed it by a
 // release of this client (the lease arrives on grant), or gives up.
 type waiter struct {
-	o     *owner
-	lo    lockOptions
-	turn  chan struct{} // closed when the waiter becomes the head
-	wake  chan struct{} // the head should look at the lock's state again
-	grant chan *Lease   // a release handed the lock to the waiter
+	place[*Lease] // grant: a release handed the lock to the waiter
+	o             *owner
+	lo            lockOptions
 }
 
 func newWaiter(o *owner, lo lockOptions) *waiter {
-	return &waiter{
-		o:     o,
-		lo:    lo,
-		turn:  make(chan struct{}),
-		wake:  make(chan struct{}, 1),
-		grant: make(chan *Lease, 1),
-	}
-}
-
-func (w *waiter) poke() {
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
+	return &waiter{place: newPlace[*Lease](), o: o, lo: lo}
 }
 
 func newEntry(lk *lockDef) *lockEntry {
@@ -253,7 +238,7 @@ func (e *lockEntry) promote() {
 	if d, held := e.excludedUntil(); held {
 		e.attemptAt = d
 	}
-	close(e.queue[0].turn)
+	e.queue[0].promote()
 }
 
 // dequeue takes w out of the queue and reports whether it was there, and

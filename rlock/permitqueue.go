@@ -87,15 +87,12 @@ type unsureServe struct {
 
 // permitWaiter is one call of a semaphore's Acquire or TryAcquire in a queue.
 type permitWaiter struct {
-	n     int64
-	ids   []string      // an ExpirableSemaphore's: the permits' ids, raw
-	lease time.Duration // an ExpirableSemaphore's: the permits' lease, 0: the watchdog's
-	head  bool          // turn is closed
-	fly   bool          // a round trip in flight, or an unsure one, serves it
-	left  bool          // gave up while fly: what it gets goes back
-	turn  chan struct{} // closed when the waiter becomes the head
-	wake  chan struct{} // the head should look again: what was in flight ended
-	grant chan permitGrant
+	place[permitGrant] // wake: what was in flight ended
+	n                  int64
+	ids                []string      // an ExpirableSemaphore's: the permits' ids, raw
+	lease              time.Duration // an ExpirableSemaphore's: the permits' lease, 0: the watchdog's
+	fly                bool          // a round trip in flight, or an unsure one, serves it
+	left               bool          // gave up while fly: what it gets goes back
 }
 
 // permitGrant is what a served waiter gets: when the round trip that served it
@@ -109,15 +106,7 @@ type permitGrant struct {
 }
 
 func newPermitWaiter(n int64) *permitWaiter {
-	return &permitWaiter{n: n, turn: make(chan struct{}), wake: make(chan struct{}, 1), grant: make(chan permitGrant, 1)}
-}
-
-// poke tells the head to look again.
-func (w *permitWaiter) poke() {
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
+	return &permitWaiter{place: newPlace[permitGrant](), n: n}
 }
 
 // join queues w on the semaphore name and returns its queue.
@@ -151,12 +140,7 @@ func (q *permitQueue) promote(poke bool) {
 	if len(q.waiters) == 0 {
 		return
 	}
-	h := q.waiters[0]
-	switch {
-	case !h.head:
-		h.head = true
-		close(h.turn)
-	case poke:
+	if h := q.waiters[0]; !h.promote() && poke {
 		h.poke()
 	}
 }

@@ -98,8 +98,8 @@ func TestPermitQueueRefused(t *testing.T) {
 		t.Errorf("the head was sent %+v: it returns the error itself", g)
 	default:
 	}
-	if len(q.waiters) != 1 || q.waiters[0] != w3 || !w3.head || w3.fly || q.quiet {
-		t.Errorf("waiters %v, w3 head %v fly %v, quiet %v", q.waiters, w3.head, w3.fly, q.quiet)
+	if len(q.waiters) != 1 || q.waiters[0] != w3 || !isHead(w3) || w3.fly || q.quiet {
+		t.Errorf("waiters %v, w3 head %v fly %v, quiet %v", q.waiters, isHead(w3), w3.fly, q.quiet)
 	}
 }
 
@@ -118,8 +118,8 @@ func TestPermitQueueLeaveUnsure(t *testing.T) {
 	if q.leave(w1) {
 		t.Fatal("w1 was served")
 	}
-	if !w1.left || len(q.waiters) != 1 || q.waiters[0] != w2 || !w2.head {
-		t.Errorf("after w1 left: waiters %v, w2 head %v", q.waiters, w2.head)
+	if !w1.left || len(q.waiters) != 1 || q.waiters[0] != w2 || !isHead(w2) {
+		t.Errorf("after w1 left: waiters %v, w2 head %v", q.waiters, isHead(w2))
 	}
 	if q.leave(w2) || len(q.waiters) != 0 || len(q.unsure) != 1 || q.idle() {
 		t.Errorf("after w2 left: waiters %v, unsure %d: the orphan settles it", q.waiters, len(q.unsure))

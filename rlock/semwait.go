@@ -324,13 +324,3 @@ func (t *permitTable) locked(f func()) {
 type lookedThrough struct{ waker }
 
 func (lookedThrough) Confirmed() <-chan struct{} { return nil }
-
-// isClosed reports whether ch is closed.
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
