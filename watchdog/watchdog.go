@@ -143,12 +143,21 @@ type Hold struct {
 	unacked     bool      // its last renewal was confirmed but not acknowledged by enough replicas
 	failErr     error     // its last renewal's error, if it failed: said in its loss
 	releasing   bool      // a release is in flight: the tracker does not look at it
-	fresh       bool      // the tracker has yet to look at it as a new hold (guarded by the tracker's mu)
-	freshAt     time.Time // when it became one
 }
 
 // New starts a watchdog that renews through rdb.
 func New(rdb redis.UniversalClient, opts Options) *Watchdog {
+	w := newWatchdog(rdb, opts)
+	if w.opts.Track {
+		w.trk = newTracker(w, rdb)
+	}
+	w.start()
+	return w
+}
+
+// newWatchdog returns the watchdog of New, with opts' defaults, without its
+// tracker and not started.
+func newWatchdog(rdb redis.UniversalClient, opts Options) *Watchdog {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
@@ -165,7 +174,7 @@ func New(rdb redis.UniversalClient, opts Options) *Watchdog {
 		opts.Name = "holdfast"
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &Watchdog{
+	return &Watchdog{
 		rdb:      rdb,
 		opts:     opts,
 		renewed:  make(map[*Hold]struct{}),
@@ -176,15 +185,16 @@ func New(rdb redis.UniversalClient, opts Options) *Watchdog {
 		cancel:   cancel,
 		done:     make(chan struct{}),
 	}
-	if opts.Track {
-		w.trk = newTracker(w, rdb)
-	}
+}
+
+// start starts the watchdog's goroutines: its loop, and followPrimary for a
+// client through Sentinel.
+func (w *Watchdog) start() {
 	go w.run()
-	if dial := sentinelDialer(rdb); dial != nil {
+	if dial := sentinelDialer(w.rdb); dial != nil {
 		w.followers.Add(1)
 		go w.followPrimary(dial)
 	}
-	return w
 }
 
 // Watch registers the hold r (a field on a lock key, a read hold of a
