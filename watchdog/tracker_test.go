@@ -74,9 +74,9 @@ type fakeNode struct {
 var errDown = errors.New("fake node: connection refused")
 
 func (n *fakeNode) of(context.Context, string) (server, error) { return n, nil }
-func (n *fakeNode) primaryIs(string) bool                     { return false }
-func (n *fakeNode) close()                                    {}
-func (n *fakeNode) conn() pipeliner                           { return nil }
+func (n *fakeNode) primaryIs(string) bool                      { return false }
+func (n *fakeNode) close()                                     {}
+func (n *fakeNode) conn() pipeliner                            { return nil }
 
 func (n *fakeNode) tracks() bool {
 	n.mu.Lock()
