@@ -68,36 +68,36 @@ func (p *tickPolicy) next(looked, waiting bool) time.Duration {
 	return p.gap
 }
 
-// arrivals are the new holds the tracker has yet to look at, in the order
-// they came. The tracker owns the fact that a hold is new: a hold is one from
-// add until take or drop. Its owner's mutex guards it.
-type arrivals struct {
-	since map[*Hold]time.Time // when each new hold came
-	queue []arrival           // oldest first; an entry whose hold is no longer new, or new since later, is skipped
+// arrivals are the new holds (H: *Hold) the tracker has yet to look at, in
+// the order they came. The tracker owns the fact that a hold is new: a hold
+// is one from add until take or drop. Its owner's mutex guards it.
+type arrivals[H comparable] struct {
+	since map[H]time.Time // when each new hold came
+	queue []arrival[H]    // oldest first; an entry whose hold is no longer new, or new since later, is skipped
 }
 
 // arrival is one entry of arrivals' queue.
-type arrival struct {
-	h  *Hold
+type arrival[H comparable] struct {
+	h  H
 	at time.Time
 }
 
 // add records h as new at now, unless it is already; it reports whether it
 // was not.
-func (a *arrivals) add(h *Hold, now time.Time) bool {
+func (a *arrivals[H]) add(h H, now time.Time) bool {
 	if _, ok := a.since[h]; ok {
 		return false
 	}
 	if a.since == nil {
-		a.since = make(map[*Hold]time.Time)
+		a.since = make(map[H]time.Time)
 	}
 	a.since[h] = now
-	a.queue = append(a.queue, arrival{h, now})
+	a.queue = append(a.queue, arrival[H]{h, now})
 	return true
 }
 
 // drop forgets h, which ended before the tracker looked at it.
-func (a *arrivals) drop(h *Hold) {
+func (a *arrivals[H]) drop(h H) {
 	if _, ok := a.since[h]; !ok {
 		return
 	}
@@ -109,24 +109,24 @@ func (a *arrivals) drop(h *Hold) {
 }
 
 // has reports whether h is new.
-func (a *arrivals) has(h *Hold) bool {
+func (a *arrivals[H]) has(h H) bool {
 	_, ok := a.since[h]
 	return ok
 }
 
 // len returns how many holds are new.
-func (a *arrivals) len() int { return len(a.since) }
+func (a *arrivals[H]) len() int { return len(a.since) }
 
 // live reports whether e is the entry of a hold still new since then.
-func (a *arrivals) live(e arrival) bool {
+func (a *arrivals[H]) live(e arrival[H]) bool {
 	at, ok := a.since[e.h]
 	return ok && at.Equal(e.at)
 }
 
 // take takes the new holds that came by before (every one with all), oldest
 // first: they are no longer new.
-func (a *arrivals) take(before time.Time, all bool) []*Hold {
-	var out []*Hold
+func (a *arrivals[H]) take(before time.Time, all bool) []H {
+	var out []H
 	i := 0
 	for ; i < len(a.queue); i++ {
 		e := a.queue[i]
@@ -146,7 +146,7 @@ func (a *arrivals) take(before time.Time, all bool) []*Hold {
 }
 
 // oldest returns when the oldest new hold came; false when none is new.
-func (a *arrivals) oldest() (time.Time, bool) {
+func (a *arrivals[H]) oldest() (time.Time, bool) {
 	for _, e := range a.queue {
 		if a.live(e) {
 			return e.at, true

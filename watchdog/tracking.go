@@ -78,7 +78,7 @@ type tracker struct {
 	mu      sync.Mutex          // the checker's work, which is all below
 	dirty   map[string]struct{} // keys the server said changed
 	all     bool                // look at every hold: a flush, a broken connection
-	fresh   arrivals            // new holds not yet looked at
+	fresh   arrivals[*Hold]     // new holds not yet looked at
 	retried []*Hold             // holds whose look did not reach the server
 	retryAt time.Time           // when to look at them again
 	tick    tickPolicy          // when the checker ticks
