@@ -484,7 +484,7 @@ const movedRetry = 250 * time.Millisecond
 // slot, all sent in one pipeline. It reports whether a node answered that a
 // slot moved: the client's view of the cluster is then reloaded, and the
 // caller runs the next round soon (movedRetry).
-func (w *Watchdog) round() (moved bool) {
+func (w *Watchdog) round() bool {
 	w.mu.Lock()
 	if len(w.renewed) == 0 {
 		w.mu.Unlock()
@@ -501,11 +501,25 @@ func (w *Watchdog) round() (moved bool) {
 	ctx, cancel := context.WithTimeout(w.ctx, w.opts.Interval+waitOf(renewed).Timeout)
 	defer cancel()
 	results := w.send(ctx, batches, sent)
+	lost, count, failed, moved := w.settle(batches, results, sent)
+	count.lost = len(lost)
+	count.report(w.opts.Observer)
+	w.report(failed, count.ok+count.unacked, sent)
+	for _, h := range lost {
+		h.OnLost(ErrGone)
+	}
+	if cc, ok := w.rdb.(*redis.ClusterClient); ok && moved {
+		cc.ReloadState(w.ctx)
+	}
+	return moved
+}
 
-	var lost []*Hold
-	var count tally
-	var failed failure
+// settle applies what Redis answered to a round's batches, sent at sent: it
+// returns the holds found gone (taken out of the rounds), the renewals'
+// counts, what failed, and whether a node answered that a slot moved.
+func (w *Watchdog) settle(batches [][]*Hold, results []batchResult, sent time.Time) (lost []*Hold, count tally, failed failure, moved bool) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	for i, b := range batches {
 		if err := results[i].err; err != nil {
 			count.failed += len(b)
@@ -527,17 +541,7 @@ func (w *Watchdog) round() (moved bool) {
 			w.renewed1(h, sent, results[i].acked >= h.Acks.Replicas, &count)
 		}
 	}
-	w.mu.Unlock()
-	count.lost = len(lost)
-	count.report(w.opts.Observer)
-	w.report(failed, count.ok+count.unacked, sent)
-	for _, h := range lost {
-		h.OnLost(ErrGone)
-	}
-	if cc, ok := w.rdb.(*redis.ClusterClient); ok && moved {
-		cc.ReloadState(w.ctx)
-	}
-	return moved
+	return lost, count, failed, moved
 }
 
 // renewed1 applies one hold's renewal, sent at sent, that Redis confirmed:
