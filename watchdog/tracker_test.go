@@ -482,3 +482,30 @@ func TestTrackerReadsFollowedKey(t *testing.T) {
 		t.Fatalf("reads %v QuietFor after the busy change, want one", got)
 	}
 }
+
+// News that comes while a pass runs is kept for the next pass (and, under
+// the race detector, touches nothing the pass reads).
+func TestTrackerKeepsNewsDuringPass(t *testing.T) {
+	tt, a, _, _ := seen(t)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				tt.trk.changed([]string{"a"})
+			}
+		}
+	})
+	for range 1000 {
+		tt.tick()
+	}
+	close(stop)
+	wg.Wait()
+	tt.node.takeLooks()
+	tt.trk.changed([]string{"a"})
+	tt.tick()
+	tt.looked(t, []lua.Renewal{a})
+}

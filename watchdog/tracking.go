@@ -229,10 +229,11 @@ func (t *tracker) run() {
 // next, if positive, is when to tick again (nextTick).
 func (t *tracker) due(now time.Time) (holds []*Hold, next time.Duration) {
 	t.mu.Lock()
-	keys, all := t.dirty, t.all
-	if len(keys) > 0 {
-		t.dirty = make(map[string]struct{})
+	var keys map[string]struct{} // the changed keys are the pass's now: pick reads them without t.mu
+	if len(t.dirty) > 0 {
+		keys, t.dirty = t.dirty, make(map[string]struct{})
 	}
+	all := t.all
 	t.all = false
 	fresh := t.fresh.take(now.Add(-t.delay), all)
 	looked := len(fresh) > 0
