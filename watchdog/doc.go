@@ -38,6 +38,17 @@
 // when a change lets it in, so that a hold ended with nothing published (an
 // operator's DEL, a flush, a restart) wakes the waiters of every process.
 //
+// The model, with Options.Track: the Watchdog's index (one mutex) owns every
+// hold: whether it is watched, its deadline, whether its release is in
+// flight. The tracker owns only its work, under a mutex of its own: the keys
+// the server said changed (nil: every key, after a reconnect or a flush), the
+// new holds it has yet to look at (arrivals), the holds whose look is to be
+// tried again, and the pacing of its ticks (tickPolicy, which stops ticking
+// when idle). Its goroutine repeats one pass in plain phases: take the holds
+// due (news, new holds the delay old, retries), look at them on their node
+// (one round trip), and write what the looks found into the index: gone
+// holds end, cut leases get an earlier deadline.
+//
 // Transient errors (timeouts, a lost connection, a restarting server) are logged
 // and do not stop renewal: the next round tries again while the deadline allows.
 //

@@ -3,7 +3,9 @@ package watchdog
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -57,60 +59,84 @@ func (w *Watchdog) Follow(f *Follow) (stop func()) {
 	if t == nil {
 		return func() {}
 	}
-	t.mu.Lock()
-	t.follows[f.Key] = append(t.follows[f.Key], f)
-	t.mark(f.Key, time.Now())
-	t.mu.Unlock()
+	t.fol.add(f)
 	t.wake()
-	return func() {
-		t.mu.Lock()
-		fs := t.follows[f.Key]
-		for i, g := range fs {
-			if g == f {
-				fs = append(fs[:i], fs[i+1:]...)
-				break
-			}
-		}
-		if len(fs) == 0 {
-			delete(t.follows, f.Key)
-			delete(t.heard, f.Key)
-		} else {
-			t.follows[f.Key] = fs
-		}
-		t.mu.Unlock()
+	return func() { t.fol.remove(f) }
+}
+
+// follows are the waiters' keys the tracker follows, and which of them to
+// read, under a mutex of their own.
+type follows struct {
+	clock clock
+	wake  func() // pokes the checker: keys to read
+
+	mu     sync.Mutex
+	by     map[string][]*Follow // by key
+	unread map[string]time.Time // followed keys to read (new, or changed), by when the news came
+	later  map[string]time.Time // followed keys whose read is put off (busy keys), likewise
+	heard  map[string]time.Time // when each followed key last changed
+}
+
+// newFollows returns an empty set of follows, keeping time with clk, whose
+// keys to read wake the checker.
+func newFollows(clk clock, wake func()) *follows {
+	return &follows{clock: clk, wake: wake, by: make(map[string][]*Follow),
+		unread: make(map[string]time.Time), later: make(map[string]time.Time), heard: make(map[string]time.Time)}
+}
+
+// add follows f, whose key is to be read now.
+func (fs *follows) add(f *Follow) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.by[f.Key] = append(fs.by[f.Key], f)
+	fs.mark(f.Key, fs.clock.now())
+}
+
+// remove stops following f.
+func (fs *follows) remove(f *Follow) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	left := slices.DeleteFunc(fs.by[f.Key], func(g *Follow) bool { return g == f })
+	if len(left) == 0 {
+		delete(fs.by, f.Key)
+		delete(fs.heard, f.Key)
+	} else {
+		fs.by[f.Key] = left
 	}
 }
 
-// followed marks the followed keys among keys (every one when keys is nil:
+// changed marks the followed keys among keys (every one when keys is nil:
 // a flush, a broken connection) to be read: at once, or after QuietFor when
-// the key changed less than QuietFor before. t.mu is held.
-func (t *tracker) followed(keys []string) {
-	now := time.Now()
+// the key changed less than QuietFor before.
+func (fs *follows) changed(keys []string) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	now := fs.clock.now()
 	if keys == nil {
-		for k := range t.follows {
-			t.mark(k, now)
+		for k := range fs.by {
+			fs.mark(k, now)
 		}
 		return
 	}
 	for _, k := range keys {
-		if _, ok := t.follows[k]; !ok {
+		if _, ok := fs.by[k]; !ok {
 			continue
 		}
-		prev := t.heard[k]
-		t.heard[k] = now
+		prev := fs.heard[k]
+		fs.heard[k] = now
 		if now.Sub(prev) < QuietFor {
-			t.putOff(k, now, QuietFor)
+			fs.putOff(k, now, QuietFor)
 		} else {
-			t.mark(k, now)
+			fs.mark(k, now)
 		}
 	}
 }
 
 // mark records that key is to be read for news heard at at, unless it is
-// already, for earlier news. t.mu is held.
-func (t *tracker) mark(key string, at time.Time) {
-	if _, ok := t.unread[key]; !ok {
-		t.unread[key] = at
+// already, for earlier news. fs.mu is held.
+func (fs *follows) mark(key string, at time.Time) {
+	if _, ok := fs.unread[key]; !ok {
+		fs.unread[key] = at
 	}
 }
 
@@ -122,39 +148,62 @@ type unread struct {
 	at    time.Time
 }
 
-// takeUnread takes the followed keys to read.
-func (t *tracker) takeUnread() map[string]unread {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.unread) == 0 {
+// take takes the followed keys to read.
+func (fs *follows) take() map[string]unread {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if len(fs.unread) == 0 {
 		return nil
 	}
-	out := make(map[string]unread, len(t.unread))
-	for k, at := range t.unread {
-		if fs := t.follows[k]; len(fs) > 0 {
-			out[k] = unread{count: fs[0].Count, queue: fs[0].Queue, at: at}
+	out := make(map[string]unread, len(fs.unread))
+	for k, at := range fs.unread {
+		if f := fs.by[k]; len(f) > 0 {
+			out[k] = unread{count: f[0].Count, queue: f[0].Queue, at: at}
 		}
 	}
-	clear(t.unread)
+	clear(fs.unread)
 	return out
 }
 
 // putOff marks key to be read after d, for news heard at at, unless a read of
-// it is put off already. t.mu is held.
-func (t *tracker) putOff(key string, at time.Time, d time.Duration) {
-	if _, ok := t.later[key]; ok {
+// it is put off already. fs.mu is held.
+func (fs *follows) putOff(key string, at time.Time, d time.Duration) {
+	if _, ok := fs.later[key]; ok {
 		return
 	}
-	t.later[key] = at
-	time.AfterFunc(d, func() {
-		t.mu.Lock()
-		if at, ok := t.later[key]; ok {
-			delete(t.later, key)
-			t.mark(key, at)
+	fs.later[key] = at
+	fs.clock.afterFunc(d, func() {
+		fs.mu.Lock()
+		if at, ok := fs.later[key]; ok {
+			delete(fs.later, key)
+			fs.mark(key, at)
 		}
-		t.mu.Unlock()
-		t.wake()
+		fs.mu.Unlock()
+		fs.wake()
 	})
+}
+
+// retry marks ks, whose read did not reach their node, to be read again after
+// retryPause.
+func (fs *follows) retry(ks []string, keys map[string]unread) {
+	fs.clock.afterFunc(retryPause, func() {
+		fs.mu.Lock()
+		for _, k := range ks {
+			fs.mark(k, keys[k].at)
+		}
+		fs.mu.Unlock()
+		fs.wake()
+	})
+}
+
+// tell calls the News of every Follow of key.
+func (fs *follows) tell(key string, r Read) {
+	fs.mu.Lock()
+	f := slices.Clone(fs.by[key])
+	fs.mu.Unlock()
+	for _, f := range f {
+		f.News(r)
+	}
 }
 
 // readFollowed reads keys, node by node, on the tracked connections, and
@@ -163,29 +212,29 @@ func (t *tracker) putOff(key string, at time.Time, d time.Duration) {
 func (t *tracker) readFollowed(keys map[string]unread) {
 	ctx, cancel := context.WithTimeout(t.w.ctx, t.w.opts.Interval)
 	defer cancel()
-	byNode := make(map[*node][]string)
+	byNode := make(map[server][]string)
 	for k := range keys {
-		if n, err := t.nodeOf(ctx, k); err == nil && n.mode.Load() != modeRefused {
-			byNode[n] = append(byNode[n], k)
+		if s, err := t.nodes.of(ctx, k); err == nil && s.tracks() {
+			byNode[s] = append(byNode[s], k)
 		}
 	}
-	for n, ks := range byNode {
-		if err := t.readNode(ctx, n, ks, keys); err != nil && t.w.ctx.Err() == nil {
-			time.AfterFunc(retryPause, func() {
-				t.mu.Lock()
-				for _, k := range ks {
-					t.mark(k, keys[k].at)
-				}
-				t.mu.Unlock()
-				t.wake()
-			})
+	for s, ks := range byNode {
+		news, err := s.read(ctx, ks, keys)
+		if err != nil {
+			if t.w.ctx.Err() == nil {
+				t.fol.retry(ks, keys)
+			}
+			continue
+		}
+		for k, r := range news {
+			t.fol.tell(k, r)
 		}
 	}
 }
 
-// readNode reads ks on n in one pipelined round trip (EXISTS, or GET for a
-// count; reads the server tracks) and tells the news of each.
-func (t *tracker) readNode(ctx context.Context, n *node, ks []string, keys map[string]unread) error {
+// read reads ks on n in one pipelined round trip (EXISTS, or GET for a
+// count; reads the server tracks) and returns the news of each (server).
+func (n *node) read(ctx context.Context, ks []string, keys map[string]unread) (map[string]Read, error) {
 	pipe := n.reader.Pipeline()
 	cmds := make([]redis.Cmder, len(ks))
 	heads := make([]*redis.StringCmd, len(ks))
@@ -200,18 +249,19 @@ func (t *tracker) readNode(ctx context.Context, n *node, ks []string, keys map[s
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) && !refused(err) {
-		return err
+		return nil, err
 	}
+	news := make(map[string]Read)
 	for i, k := range ks {
 		if v, ok := newsOf(cmds[i]); ok {
 			r := Read{At: keys[k].at, Count: v}
 			if heads[i] != nil {
 				r.Head = heads[i].Val()
 			}
-			t.tell(k, r)
+			news[k] = r
 		}
 	}
-	return nil
+	return news, nil
 }
 
 // newsOf says whether a read of a followed key is news, and its count.
@@ -224,14 +274,4 @@ func newsOf(cmd redis.Cmder) (int64, bool) {
 		return v, c.Err() == nil && err == nil && v > 0
 	}
 	return 0, false
-}
-
-// tell calls the News of every Follow of key.
-func (t *tracker) tell(key string, r Read) {
-	t.mu.Lock()
-	fs := append([]*Follow(nil), t.follows[key]...)
-	t.mu.Unlock()
-	for _, f := range fs {
-		f.News(r)
-	}
 }

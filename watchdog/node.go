@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/holdfast-go/holdfast/lua"
 	"github.com/holdfast-go/holdfast/observe"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
@@ -65,9 +66,79 @@ type newsConn struct {
 	run string
 }
 
+// nodeSet is the tracker's nodes (servers): one per server the holds' keys
+// live on, made on first use.
+type nodeSet struct {
+	t         *tracker
+	rdb       redis.UniversalClient
+	listeners sync.WaitGroup // every node's listener
+
+	mu     sync.Mutex
+	byAddr map[string]*node
+}
+
+// newNodeSet returns the nodes of t's holds on rdb, none made yet.
+func newNodeSet(t *tracker, rdb redis.UniversalClient) *nodeSet {
+	return &nodeSet{t: t, rdb: rdb, byAddr: make(map[string]*node)}
+}
+
+// of returns the node that holds key, making it on first use.
+func (s *nodeSet) of(ctx context.Context, key string) (server, error) {
+	c, ok := s.rdb.(*redis.Client)
+	if !ok {
+		var err error
+		if c, err = s.rdb.(*redis.ClusterClient).MasterForKey(ctx, key); err != nil {
+			return nil, err
+		}
+	}
+	addr := c.Options().Addr
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := s.byAddr[addr]; n != nil {
+		return n, nil
+	}
+	n := newNode(s, addr, c.Options())
+	s.byAddr[addr] = n
+	return n, nil
+}
+
+// primaryIs is tracker.primaryIs.
+func (s *nodeSet) primaryIs(addr string) bool {
+	s.mu.Lock()
+	n := s.byAddr[sentinelAddr]
+	if n == nil || n.remote() == "" || n.remote() == addr {
+		s.mu.Unlock()
+		return false
+	}
+	delete(s.byAddr, sentinelAddr)
+	s.mu.Unlock()
+	if log := s.t.log; log != nil {
+		log.Warn(observe.EventTracking, observe.AttrNode, sentinelAddr,
+			"error", "the Sentinels name another primary than the server the tracker reads (a failover): dialling again")
+	}
+	n.close()
+	s.t.changed(nil) // the holds are looked at on the new node
+	return true
+}
+
+// close closes every node's connections and waits for their listeners.
+func (s *nodeSet) close() {
+	s.mu.Lock()
+	nodes := make([]*node, 0, len(s.byAddr))
+	for _, n := range s.byAddr {
+		nodes = append(nodes, n)
+	}
+	s.mu.Unlock()
+	for _, n := range nodes {
+		n.close()
+	}
+	s.listeners.Wait()
+}
+
 // newNode makes the clients of the node at addr, whose options are opts, and
-// starts its listener, which dials. t.mu is held.
-func newNode(t *tracker, addr string, opts *redis.Options) *node {
+// starts its listener, which dials. s.mu is held.
+func newNode(s *nodeSet, addr string, opts *redis.Options) *node {
+	t := s.t
 	n := &node{t: t, addr: addr}
 	ro, no := *opts, *opts
 	// The user's client changes its maintenance-notification config as it
@@ -92,8 +163,42 @@ func newNode(t *tracker, addr string, opts *redis.Options) *node {
 	no.PoolSize, no.MinIdleConns, no.MaxIdleConns, no.Protocol = 1, 0, 1, 2
 	no.OnConnect = connected(opts.OnConnect, t.w.opts.Name+":"+NewsRole, n.newsConnected)
 	n.reader, n.news = redis.NewClient(&ro), redis.NewClient(&no)
-	t.listeners.Go(n.listen)
+	s.listeners.Go(n.listen)
 	return n
+}
+
+// tracks reports false once the server refused tracking.
+func (n *node) tracks() bool { return n.mode.Load() != modeRefused }
+
+// conn is the node's reader: the renewals of its holds go through it.
+func (n *node) conn() pipeliner { return n.reader }
+
+// look runs check.lua on each batch in one pipelined round trip on reader
+// (see server), and once more after loading the script when the server lost
+// its script cache.
+func (n *node) look(ctx context.Context, batches [][]lua.Renewal, sent time.Time) ([][]int64, error) {
+	lefts, noScript, err := n.lookOnce(ctx, batches, sent)
+	if noScript && lua.LoadCheck(ctx, n.reader) == nil {
+		lefts, _, err = n.lookOnce(ctx, batches, sent)
+	}
+	return lefts, err
+}
+
+// lookOnce is one try of look; noScript when the server had not the script.
+func (n *node) lookOnce(ctx context.Context, batches [][]lua.Renewal, sent time.Time) (lefts [][]int64, noScript bool, err error) {
+	pipe := n.reader.Pipeline()
+	cmds := make([]*redis.Cmd, len(batches))
+	for i, b := range batches {
+		cmds[i] = lua.CheckCmd(ctx, pipe, b, sent)
+	}
+	_, err = pipe.Exec(ctx)
+	lefts = make([][]int64, len(cmds))
+	for i, cmd := range cmds {
+		if left, err := lua.CheckResult(cmd); err == nil {
+			lefts[i] = left
+		}
+	}
+	return lefts, lua.IsNoScript(cmds[0].Err()), err
 }
 
 // remote returns the address of the server the reader's last connection

@@ -49,54 +49,107 @@ const DefaultTrackDelay = 2 * time.Millisecond
 // after idleTicks ticks without new holds. Each wake-up of a goroutine costs
 // the machine far more than its own work: woken every 2 ms, the checker made
 // the uncontended cycle 20 % slower on a 2-core machine (the Go scheduler's
-// spinning takes the core Redis needs), without looking at anything.
+// spinning takes the core Redis needs), without looking at anything. The
+// pacing is tickPolicy's.
+//
+// Each fact has one owner, under one mutex: the watchdog's index (w.mu) owns
+// whether a hold is watched, its deadline and whether its release is in
+// flight; the tracker's mu owns its work: the keys the server said changed,
+// the new holds (arrivals), the holds to look at again, and the tick; follows
+// own the waiters' keys; nodeSet owns the nodes. The order is w.mu, then the
+// tracker's mu. Each pass of the checker is straight-line: due takes the work
+// (tracker's mu, then pick under w.mu), look asks the nodes (no lock), apply
+// writes the answers into the index (w.mu). The nodes and the clock are
+// interfaces (servers, server, clock), which the tests replace.
 //
 // The renewal rounds, the backstop, go through the same tracked connection
 // (route): with NOLOOP their own change of a key is no news, and renew.lua
 // reads each key again after extending it, so that it stays tracked. Nothing
-// of this is on the caller's path: Watch appends the new hold to a list.
+// of this is on the caller's path: Watch appends the new hold to a queue.
 type tracker struct {
 	w     *Watchdog
-	rdb   redis.UniversalClient
 	log   *slog.Logger
 	obs   observe.TrackingObserver
 	delay time.Duration
+	clock clock
+	nodes servers  // the nodes the holds live on, and their connections
+	fol   *follows // the waiters' keys (follow.go)
 
-	mu      sync.Mutex
-	nodes   map[string]*node     // by address
-	dirty   map[string]struct{}  // keys the server said changed
-	all     bool                 // look at every hold: a flush, a broken connection
-	fresh   []*Hold              // new holds not yet looked at, oldest first (some ended: Hold.fresh unset)
-	live    int                  // how many of fresh have not ended
-	came    bool                 // a new hold came since the last tick
-	ticking bool                 // the checker ticks: new holds need no poke
-	gap     time.Duration        // the time between ticks, from delay to maxTickGaps delays
-	idle    int                  // ticks in a row without new holds
-	retried []*Hold              // holds whose look did not reach the server
-	retryAt time.Time            // when to look at them again
-	follows map[string][]*Follow // waiters' keys (follow.go)
-	unread  map[string]time.Time // followed keys to read (new, or changed), by when the news came
-	later   map[string]time.Time // followed keys whose read is put off (busy keys), likewise
-	heard   map[string]time.Time // when each followed key last changed
+	mu      sync.Mutex          // the checker's work, which is all below
+	dirty   map[string]struct{} // keys the server said changed
+	all     bool                // look at every hold: a flush, a broken connection
+	fresh   arrivals[*Hold]     // new holds not yet looked at
+	retried []*Hold             // holds whose look did not reach the server
+	retryAt time.Time           // when to look at them again
+	tick    tickPolicy          // when the checker ticks
 
-	poke      chan struct{}
-	done      chan struct{}  // closed when the checker returns
-	listeners sync.WaitGroup // every node's listener
+	poke chan struct{}
+	done chan struct{} // closed when the checker returns
 }
 
-// newTracker returns the tracker of w's holds on rdb, or nil when rdb is not a
-// client it can follow (a Ring, a custom UniversalClient).
+// clock is the tracker's time: the machine's (realClock), or a test's.
+type clock interface {
+	now() time.Time
+	afterFunc(d time.Duration, f func()) // f on a goroutine of its own after d
+}
+
+// realClock is the machine's clock.
+type realClock struct{}
+
+func (realClock) now() time.Time                      { return time.Now() }
+func (realClock) afterFunc(d time.Duration, f func()) { time.AfterFunc(d, f) }
+
+// servers are the nodes the holds' keys live on, as the tracker reaches them:
+// nodeSet, or a test's.
+type servers interface {
+	// of returns the node that holds key.
+	of(ctx context.Context, key string) (server, error)
+	// primaryIs hears that the Sentinels name addr as the primary (see
+	// tracker.primaryIs).
+	primaryIs(addr string) bool
+	// close closes every node's connections and waits for their listeners.
+	close()
+}
+
+// server is what the tracker asks of one node, on its tracked connection
+// (node, or a test's).
+type server interface {
+	// tracks reports false once the server refused tracking: the renewals
+	// alone look at its holds.
+	tracks() bool
+	// look runs check.lua on each batch, in one round trip, with sent as the
+	// clock: for each batch, the lease each hold has left (lua.Gone: gone),
+	// nil when its answer is of no use; err when the round trip failed.
+	look(ctx context.Context, batches [][]lua.Renewal, sent time.Time) ([][]int64, error)
+	// read reads the followed keys ks, in one round trip, and returns the
+	// news of those whose read is news.
+	read(ctx context.Context, ks []string, keys map[string]unread) (map[string]Read, error)
+	// conn is where the renewals of its holds go.
+	conn() pipeliner
+}
+
+// newTracker returns the tracker of w's holds on rdb, its checker started, or
+// nil when rdb is not a client it can follow (a Ring, a custom
+// UniversalClient).
 func newTracker(w *Watchdog, rdb redis.UniversalClient) *tracker {
 	switch rdb.(type) {
 	case *redis.Client, *redis.ClusterClient:
 	default:
 		return nil
 	}
-	t := &tracker{w: w, rdb: rdb, log: w.opts.Logger, obs: w.opts.Tracking, delay: w.opts.TrackDelay,
-		nodes: make(map[string]*node), dirty: make(map[string]struct{}), poke: make(chan struct{}, 1),
-		done: make(chan struct{}), follows: make(map[string][]*Follow), unread: make(map[string]time.Time), later: make(map[string]time.Time), heard: make(map[string]time.Time)}
-	t.gap = t.delay
+	t := newTrackerOf(w, realClock{})
+	t.nodes = newNodeSet(t, rdb)
 	go t.run()
+	return t
+}
+
+// newTrackerOf returns a tracker of w's holds that keeps time with clk, with
+// neither its nodes nor its checker.
+func newTrackerOf(w *Watchdog, clk clock) *tracker {
+	t := &tracker{w: w, log: w.opts.Logger, obs: w.opts.Tracking, delay: w.opts.TrackDelay, clock: clk,
+		dirty: make(map[string]struct{}), tick: newTickPolicy(w.opts.TrackDelay),
+		poke: make(chan struct{}, 1), done: make(chan struct{})}
+	t.fol = newFollows(clk, t.wake)
 	return t
 }
 
@@ -104,31 +157,27 @@ func newTracker(w *Watchdog, rdb redis.UniversalClient) *tracker {
 // one already; the checker is poked only when it is not ticking. w.mu is held.
 func (t *tracker) added(h *Hold) {
 	t.mu.Lock()
-	if !h.fresh {
-		h.fresh, h.freshAt = true, time.Now()
-		t.fresh = append(t.fresh, h)
-		t.live++
-		t.came = true
-		if !t.ticking {
-			t.ticking = true
-			t.wake()
-		}
-	}
+	poke := t.fresh.add(h, t.clock.now()) && t.tick.arrived()
 	t.mu.Unlock()
+	if poke {
+		t.wake()
+	}
 }
 
 // ended forgets h, which the watchdog no longer watches, if it is a new hold
 // not yet looked at. w.mu is held.
 func (t *tracker) ended(h *Hold) {
 	t.mu.Lock()
-	if h.fresh {
-		h.fresh = false
-		if t.live--; t.live == 0 {
-			clear(t.fresh)
-			t.fresh = t.fresh[:0]
-		}
-	}
+	t.fresh.drop(h)
 	t.mu.Unlock()
+}
+
+// leaveNew returns hs but for the new holds. w.mu is held: no hold becomes
+// new or ends meanwhile.
+func (t *tracker) leaveNew(hs []*Hold) []*Hold {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.DeleteFunc(hs, t.fresh.has)
 }
 
 // changed records keys the server said changed; nil keys: every key.
@@ -140,8 +189,8 @@ func (t *tracker) changed(keys []string) {
 	for _, k := range keys {
 		t.dirty[k] = struct{}{}
 	}
-	t.followed(keys)
 	t.mu.Unlock()
+	t.fol.changed(keys)
 	t.wake()
 }
 
@@ -153,7 +202,7 @@ func (t *tracker) wake() {
 }
 
 // run is the checker's goroutine: it waits for news, new holds or its tick,
-// looks at the holds concerned, one look at a time, and applies what it read.
+// takes the holds due, sets its next tick, and looks at them.
 func (t *tracker) run() {
 	defer close(t.done)
 	timer := time.NewTimer(time.Hour)
@@ -166,16 +215,11 @@ func (t *tracker) run() {
 		case <-t.poke:
 		case <-timer.C:
 		}
-		holds, next := t.due(time.Now())
+		holds, next := t.due(t.clock.now())
 		if next > 0 {
 			timer.Reset(next)
 		}
-		if len(holds) > 0 {
-			t.check(holds)
-		}
-		if keys := t.takeUnread(); len(keys) > 0 {
-			t.readFollowed(keys)
-		}
+		t.look(holds)
 	}
 }
 
@@ -185,55 +229,33 @@ func (t *tracker) run() {
 // next, if positive, is when to tick again (nextTick).
 func (t *tracker) due(now time.Time) (holds []*Hold, next time.Duration) {
 	t.mu.Lock()
-	keys, all := t.dirty, t.all
-	if len(keys) > 0 {
-		t.dirty = make(map[string]struct{})
+	var keys map[string]struct{} // the changed keys are the pass's now: pick reads them without t.mu
+	if len(t.dirty) > 0 {
+		keys, t.dirty = t.dirty, make(map[string]struct{})
 	}
+	all := t.all
 	t.all = false
-	fresh := t.takeFresh(now.Add(-t.delay), all)
+	fresh := t.fresh.take(now.Add(-t.delay), all)
 	looked := len(fresh) > 0
 	if len(t.retried) > 0 && (all || !now.Before(t.retryAt)) {
 		fresh = append(fresh, t.retried...)
 		t.retried = nil
 	}
 	next = t.nextTick(now, looked)
-	t.came = false
 	t.mu.Unlock()
-	return t.w.pick(keys, all, fresh), next
+	return t.w.pick(keys, all, fresh, t.leaveNew), next
 }
 
-// Tick pacing: at most maxTickGaps delays between ticks; the checker stops
-// after idleTicks ticks in a row without new holds.
-const (
-	maxTickGaps = 16
-	idleTicks   = 8
-)
-
-// nextTick returns when the checker ticks next, after a tick that found new
-// holds to look at (looked) or not: after the gap, which is the delay after
-// a tick that found some, and doubles after one that found none though new
-// holds came; not before the oldest new hold is due, nor after the holds to
-// look at again are. 0: it does not tick (news woke it), or stops, after
-// idleTicks ticks without new holds. t.mu is held.
+// nextTick returns when the checker ticks next (tickPolicy.next, after a tick
+// that found new holds to look at or not): not before the oldest new hold is
+// due, nor after the holds to look at again are; 0: no tick. t.mu is held.
 func (t *tracker) nextTick(now time.Time, looked bool) time.Duration {
-	if !t.ticking {
+	next := t.tick.next(looked, t.fresh.len() > 0 || len(t.retried) > 0)
+	if next == 0 {
 		return 0
 	}
-	switch {
-	case looked:
-		t.gap, t.idle = t.delay, 0
-	case t.came:
-		t.gap, t.idle = min(2*t.gap, maxTickGaps*t.delay), 0
-	case t.live == 0 && len(t.retried) == 0:
-		if t.idle++; t.idle >= idleTicks {
-			t.ticking, t.gap, t.idle = false, t.delay, 0
-			return 0
-		}
-	}
-	next := t.gap
-	if t.live > 0 {
-		i := slices.IndexFunc(t.fresh, func(h *Hold) bool { return h.fresh })
-		next = max(next, t.fresh[i].freshAt.Add(t.delay).Sub(now))
+	if at, ok := t.fresh.oldest(); ok {
+		next = max(next, at.Add(t.delay).Sub(now))
 	}
 	if len(t.retried) > 0 {
 		next = min(next, t.retryAt.Sub(now))
@@ -241,57 +263,36 @@ func (t *tracker) nextTick(now time.Time, looked bool) time.Duration {
 	return max(next, time.Millisecond/10)
 }
 
-// takeFresh takes the new holds not yet ended that began by before (every
-// one with all) out of fresh. t.mu is held.
-func (t *tracker) takeFresh(before time.Time, all bool) []*Hold {
-	var out []*Hold
-	i := 0
-	for ; i < len(t.fresh); i++ {
-		h := t.fresh[i]
-		if !all && h.fresh && h.freshAt.After(before) {
-			break
-		}
-		if h.fresh {
-			h.fresh = false
-			t.live--
-			out = append(out, h)
-		}
+// look looks at holds, and reads the followed keys whose news came.
+func (t *tracker) look(holds []*Hold) {
+	if len(holds) > 0 {
+		t.check(holds)
 	}
-	n := copy(t.fresh, t.fresh[i:])
-	clear(t.fresh[n:])
-	t.fresh = t.fresh[:n]
-	return out
+	if keys := t.fol.take(); len(keys) > 0 {
+		t.readFollowed(keys)
+	}
 }
 
-// pick returns the watched holds of keys but for the new ones (every one
-// with all), and of fresh those still watched, each once.
-func (w *Watchdog) pick(keys map[string]struct{}, all bool, fresh []*Hold) []*Hold {
+// pick returns the watched holds of keys but for the new ones (leaveNew;
+// every one with all), and of fresh those still watched, each once, but for
+// those whose release is in flight.
+func (w *Watchdog) pick(keys map[string]struct{}, all bool, fresh []*Hold, leaveNew func([]*Hold) []*Hold) []*Hold {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.trk.mu.Lock() // for Hold.fresh
-	defer w.trk.mu.Unlock()
+	var every, keyed []*Hold
+	if all {
+		every = w.deadline
+	}
+	for k := range keys {
+		keyed = append(keyed, w.byKey[k]...)
+	}
 	seen := make(map[*Hold]bool)
 	var out []*Hold
-	add := func(h *Hold) {
+	for _, h := range slices.Concat(every, leaveNew(keyed), fresh) {
 		if h.index >= 0 && !h.releasing && !seen[h] {
 			seen[h] = true
 			out = append(out, h)
 		}
-	}
-	if all {
-		for _, h := range w.deadline {
-			add(h)
-		}
-	}
-	for k := range keys {
-		for _, h := range w.byKey[k] {
-			if !h.fresh {
-				add(h)
-			}
-		}
-	}
-	for _, h := range fresh {
-		add(h)
 	}
 	return out
 }
@@ -300,53 +301,46 @@ func (w *Watchdog) pick(keys map[string]struct{}, all bool, fresh []*Hold) []*Ho
 func (t *tracker) check(holds []*Hold) {
 	ctx, cancel := context.WithTimeout(t.w.ctx, t.w.opts.Interval)
 	defer cancel()
-	byNode := make(map[*node][]*Hold)
+	byNode := make(map[server][]*Hold)
 	for _, h := range holds {
-		n, err := t.nodeOf(ctx, h.Key)
-		if err != nil || n.mode.Load() == modeRefused {
+		s, err := t.nodes.of(ctx, h.Key)
+		if err != nil || !s.tracks() {
 			continue // no node to ask, or no tracking on it: the renewals alone
 		}
-		byNode[n] = append(byNode[n], h)
+		byNode[s] = append(byNode[s], h)
 	}
 	if len(byNode) == 1 { // one server, or a cluster's news: no goroutine
-		for n, hs := range byNode {
-			t.checkNode(ctx, n, hs)
+		for s, hs := range byNode {
+			t.checkNode(ctx, s, hs)
 		}
 		return
 	}
 	var wg sync.WaitGroup
-	for n, hs := range byNode {
-		wg.Go(func() { t.checkNode(ctx, n, hs) })
+	for s, hs := range byNode {
+		wg.Go(func() { t.checkNode(ctx, s, hs) })
 	}
 	wg.Wait()
 }
 
-// checkNode looks at hs, all on node n, in one pipelined round trip of
+// checkNode looks at hs, all on node s, in one pipelined round trip of
 // batches of one slot each, and applies the answers. A look that did not
 // reach the server is tried again a little later (retryPause).
-func (t *tracker) checkNode(ctx context.Context, n *node, hs []*Hold) {
+func (t *tracker) checkNode(ctx context.Context, s server, hs []*Hold) {
 	batches := t.w.batches(hs)
-	sent := time.Now()
-	for try := 0; try < 2; try++ {
-		pipe := n.reader.Pipeline()
-		cmds := make([]*redis.Cmd, len(batches))
-		for i, b := range batches {
-			cmds[i] = lua.CheckCmd(ctx, pipe, renewals(b), sent)
-		}
-		_, err := pipe.Exec(ctx)
-		if try == 0 && lua.IsNoScript(cmds[0].Err()) && lua.LoadCheck(ctx, n.reader) == nil {
-			continue
-		}
-		if err != nil && t.w.ctx.Err() == nil {
-			t.retry(hs) // not reached, or refused (LOADING after a restart, say)
-			return
-		}
-		for i, cmd := range cmds {
-			if left, err := lua.CheckResult(cmd); err == nil && len(left) == len(batches[i]) {
-				t.w.apply(batches[i], left, sent)
-			}
-		}
+	rs := make([][]lua.Renewal, len(batches))
+	for i, b := range batches {
+		rs[i] = renewals(b)
+	}
+	sent := t.clock.now()
+	lefts, err := s.look(ctx, rs, sent)
+	if err != nil && t.w.ctx.Err() == nil {
+		t.retry(hs) // not reached, or refused (LOADING after a restart, say)
 		return
+	}
+	for i, left := range lefts {
+		if left != nil && len(left) == len(batches[i]) {
+			t.w.apply(batches[i], left, sent)
+		}
 	}
 }
 
@@ -358,10 +352,10 @@ const retryPause = 100 * time.Millisecond
 func (t *tracker) retry(hs []*Hold) {
 	t.mu.Lock()
 	if len(t.retried) == 0 {
-		t.retryAt = time.Now().Add(retryPause)
+		t.retryAt = t.clock.now().Add(retryPause)
 	}
 	t.retried = append(t.retried, hs...)
-	t.ticking = true
+	t.tick.retrying()
 	t.mu.Unlock()
 	t.wake()
 }
@@ -371,16 +365,16 @@ func (t *tracker) retry(hs []*Hold) {
 // so that they stay tracked (NOLOOP: the renewal's own change is no news);
 // the others (a node that refused tracking, one not found) to the client.
 func (t *tracker) route(ctx context.Context, batches [][]*Hold) []route {
-	byNode := make(map[*node]*route)
-	plain := &route{c: t.rdb}
+	byNode := make(map[server]*route)
+	plain := &route{c: t.w.rdb}
 	var out []route
 	for i, b := range batches {
-		n, err := t.nodeOf(ctx, b[0].Key) // one slot per batch: one node
+		s, err := t.nodes.of(ctx, b[0].Key) // one slot per batch: one node
 		r := plain
-		if err == nil && n.mode.Load() != modeRefused {
-			if r = byNode[n]; r == nil {
-				r = &route{c: n.reader, reread: true}
-				byNode[n] = r
+		if err == nil && s.tracks() {
+			if r = byNode[s]; r == nil {
+				r = &route{c: s.conn(), reread: true}
+				byNode[s] = r
 			}
 		}
 		r.batches = append(r.batches, i)
@@ -400,21 +394,7 @@ func (t *tracker) route(ctx context.Context, batches [][]*Hold) []route {
 // every hold, and reports true: the renewals went to a server that is no
 // longer the primary, and extended the holds where nobody else looks.
 func (t *tracker) primaryIs(addr string) bool {
-	t.mu.Lock()
-	n := t.nodes[sentinelAddr]
-	if n == nil || n.remote() == "" || n.remote() == addr {
-		t.mu.Unlock()
-		return false
-	}
-	delete(t.nodes, sentinelAddr)
-	t.mu.Unlock()
-	if t.log != nil {
-		t.log.Warn(observe.EventTracking, observe.AttrNode, sentinelAddr,
-			"error", "the Sentinels name another primary than the server the tracker reads (a failover): dialling again")
-	}
-	n.close()
-	t.changed(nil) // the holds are looked at on the new node
-	return true
+	return t.nodes.primaryIs(addr)
 }
 
 // renewals returns what the holds of b are.
@@ -458,38 +438,9 @@ func (w *Watchdog) apply(hs []*Hold, left []int64, sent time.Time) {
 	}
 }
 
-// nodeOf returns the node that holds key, making it on first use.
-func (t *tracker) nodeOf(ctx context.Context, key string) (*node, error) {
-	c, ok := t.rdb.(*redis.Client)
-	if !ok {
-		var err error
-		if c, err = t.rdb.(*redis.ClusterClient).MasterForKey(ctx, key); err != nil {
-			return nil, err
-		}
-	}
-	addr := c.Options().Addr
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if n := t.nodes[addr]; n != nil {
-		return n, nil
-	}
-	n := newNode(t, addr, c.Options())
-	t.nodes[addr] = n
-	return n, nil
-}
-
 // close waits for the checker, closes every node's connections and waits for
 // their listeners; the watchdog's ctx is cancelled already.
 func (t *tracker) close() {
 	<-t.done
-	t.mu.Lock()
-	nodes := make([]*node, 0, len(t.nodes))
-	for _, n := range t.nodes {
-		nodes = append(nodes, n)
-	}
-	t.mu.Unlock()
-	for _, n := range nodes {
-		n.close()
-	}
-	t.listeners.Wait()
+	t.nodes.close()
 }

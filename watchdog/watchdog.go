@@ -143,12 +143,21 @@ type Hold struct {
 	unacked     bool      // its last renewal was confirmed but not acknowledged by enough replicas
 	failErr     error     // its last renewal's error, if it failed: said in its loss
 	releasing   bool      // a release is in flight: the tracker does not look at it
-	fresh       bool      // the tracker has yet to look at it as a new hold (guarded by the tracker's mu)
-	freshAt     time.Time // when it became one
 }
 
 // New starts a watchdog that renews through rdb.
 func New(rdb redis.UniversalClient, opts Options) *Watchdog {
+	w := newWatchdog(rdb, opts)
+	if w.opts.Track {
+		w.trk = newTracker(w, rdb)
+	}
+	w.start()
+	return w
+}
+
+// newWatchdog returns the watchdog of New, with opts' defaults, without its
+// tracker and not started.
+func newWatchdog(rdb redis.UniversalClient, opts Options) *Watchdog {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
@@ -165,7 +174,7 @@ func New(rdb redis.UniversalClient, opts Options) *Watchdog {
 		opts.Name = "holdfast"
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &Watchdog{
+	return &Watchdog{
 		rdb:      rdb,
 		opts:     opts,
 		renewed:  make(map[*Hold]struct{}),
@@ -176,15 +185,16 @@ func New(rdb redis.UniversalClient, opts Options) *Watchdog {
 		cancel:   cancel,
 		done:     make(chan struct{}),
 	}
-	if opts.Track {
-		w.trk = newTracker(w, rdb)
-	}
+}
+
+// start starts the watchdog's goroutines: its loop, and followPrimary for a
+// client through Sentinel.
+func (w *Watchdog) start() {
 	go w.run()
-	if dial := sentinelDialer(rdb); dial != nil {
+	if dial := sentinelDialer(w.rdb); dial != nil {
 		w.followers.Add(1)
 		go w.followPrimary(dial)
 	}
-	return w
 }
 
 // Watch registers the hold r (a field on a lock key, a read hold of a
@@ -474,7 +484,7 @@ const movedRetry = 250 * time.Millisecond
 // slot, all sent in one pipeline. It reports whether a node answered that a
 // slot moved: the client's view of the cluster is then reloaded, and the
 // caller runs the next round soon (movedRetry).
-func (w *Watchdog) round() (moved bool) {
+func (w *Watchdog) round() bool {
 	w.mu.Lock()
 	if len(w.renewed) == 0 {
 		w.mu.Unlock()
@@ -491,11 +501,25 @@ func (w *Watchdog) round() (moved bool) {
 	ctx, cancel := context.WithTimeout(w.ctx, w.opts.Interval+waitOf(renewed).Timeout)
 	defer cancel()
 	results := w.send(ctx, batches, sent)
+	lost, count, failed, moved := w.settle(batches, results, sent)
+	count.lost = len(lost)
+	count.report(w.opts.Observer)
+	w.report(failed, count.ok+count.unacked, sent)
+	for _, h := range lost {
+		h.OnLost(ErrGone)
+	}
+	if cc, ok := w.rdb.(*redis.ClusterClient); ok && moved {
+		cc.ReloadState(w.ctx)
+	}
+	return moved
+}
 
-	var lost []*Hold
-	var count tally
-	var failed failure
+// settle applies what Redis answered to a round's batches, sent at sent: it
+// returns the holds found gone (taken out of the rounds), the renewals'
+// counts, what failed, and whether a node answered that a slot moved.
+func (w *Watchdog) settle(batches [][]*Hold, results []batchResult, sent time.Time) (lost []*Hold, count tally, failed failure, moved bool) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	for i, b := range batches {
 		if err := results[i].err; err != nil {
 			count.failed += len(b)
@@ -517,17 +541,7 @@ func (w *Watchdog) round() (moved bool) {
 			w.renewed1(h, sent, results[i].acked >= h.Acks.Replicas, &count)
 		}
 	}
-	w.mu.Unlock()
-	count.lost = len(lost)
-	count.report(w.opts.Observer)
-	w.report(failed, count.ok+count.unacked, sent)
-	for _, h := range lost {
-		h.OnLost(ErrGone)
-	}
-	if cc, ok := w.rdb.(*redis.ClusterClient); ok && moved {
-		cc.ReloadState(w.ctx)
-	}
-	return moved
+	return lost, count, failed, moved
 }
 
 // renewed1 applies one hold's renewal, sent at sent, that Redis confirmed:
