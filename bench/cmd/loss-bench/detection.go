@@ -6,11 +6,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/holdfast-go/holdfast/bench/internal/libs"
 	"github.com/holdfast-go/holdfast/bench/internal/report"
 	"github.com/holdfast-go/holdfast/bench/internal/stats"
 	"github.com/holdfast-go/holdfast/rlock"
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/rueidis"
 	"github.com/redis/rueidis/rueidislock"
 )
 
@@ -131,11 +131,7 @@ type rueidisHolder struct {
 }
 
 func newRueidisHolder(addr string) (*rueidisHolder, error) {
-	l, err := rueidislock.NewLocker(rueidislock.LockerOption{
-		ClientOption:   rueidis.ClientOption{InitAddress: []string{addr}},
-		KeyMajority:    1,
-		NoLoopTracking: true,
-	})
+	l, _, err := libs.NewRueidisLocker(addr)
 	if err != nil {
 		return nil, err
 	}
