@@ -83,12 +83,10 @@ type runStats struct {
 	WindowSecs        float64        `json:"windowSeconds"`
 }
 
-var runSeq int
-
 // runContended runs one library in one case in worker processes and
 // returns the statistics of the measured window.
 func runContended(ctx context.Context, srv *redisserver.Server, lib libs.Library, c contendedCase, o options) (*runStats, error) {
-	out, err := runWorkers(ctx, srv, lib, c, modeShared, o)
+	out, err := runWorkers(ctx, srv, lib, c, harness.ModeShared, o)
 	if err != nil {
 		return nil, err
 	}
@@ -98,10 +96,9 @@ func runContended(ctx context.Context, srv *redisserver.Server, lib libs.Library
 // runWorkers runs c.Procs worker processes of c.Goroutines goroutines each,
 // looping on locks of lib as mode says, and collects their results.
 func runWorkers(ctx context.Context, srv *redisserver.Server, lib libs.Library, c contendedCase, mode string, o options) (*harness.Outcome, error) {
-	runSeq++
-	return harness.Execute(ctx, harness.Run{Env: workerEnv, Procs: c.Procs, Config: harness.Config{
-		Lib: lib.Name, Addr: srv.Addr, Key: fmt.Sprintf("bench:%s:%d", lib.Name, runSeq), Goroutines: c.Goroutines, Hold: c.CS,
-		Warmup: o.warmup, Duration: o.duration, Timeout: o.lockTimeout, Mode: mode,
+	return harness.Execute(ctx, harness.Run{Procs: c.Procs, Config: harness.Config{
+		Lib: lib.Name, Addr: srv.Addr, Key: harness.Key("bench", lib.Name), Goroutines: c.Goroutines, Hold: c.CS,
+		Warmup: o.Warmup, Duration: o.Duration, Timeout: o.Timeout, Mode: mode,
 	}})
 }
 

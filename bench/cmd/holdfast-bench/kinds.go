@@ -235,10 +235,10 @@ func renderReadLock(b *strings.Builder, r *results) {
 		p("Not run (`-readlock=false`).\n")
 		return
 	}
-	win := r.Duration / readLockRounds
+	win := r.Opts.Duration / readLockRounds
 	p("Three rows, each run %d times in a worker process of its own (one `rlock.Client` shared by the row's goroutines), the rows in turn, "+
 		"each run with a %s warm-up and a %s measured window. The goroutines loop `Lock` then `Lease.Unlock`, with no critical section, "+
-		"every `Lock` a fresh owner (plain ctx):\n\n", readLockRounds, r.Warmup, win)
+		"every `Lock` a fresh owner (plain ctx):\n\n", readLockRounds, r.Opts.Warmup, win)
 	p("- **%s**: `Client.NewRWMutex(name).ReadLock()`, the same name for all 8: the read holds are shared, so the goroutines never wait for each other's holds.\n", tpRead8)
 	p("- **%s**: `Client.NewMutex(name)`: the uncontended Lock+Unlock cycle, back to back.\n", tpMutex1)
 	p("- **%s**: `Client.NewMutex(name)`, each goroutine on a name of its own: 8 uncontended cycles in parallel, the Mutex counterpart of the first row.\n\n", tpMutex8x8)

@@ -11,14 +11,11 @@ import (
 	"gonum.org/v1/plot/plotter"
 )
 
-// plotRef is a written plot.
-type plotRef struct{ File, Title string }
-
 // minPlotMS is the floor of log-scale plots (values below are drawn there).
 const minPlotMS = 0.01
 
-func writePlots(r *results, dir string) ([]plotRef, error) {
-	var refs []plotRef
+func writePlots(r *results, dir string) ([]plotting.Ref, error) {
+	var refs []plotting.Ref
 	for _, c := range []contendedCase{{4, 4, time.Millisecond}, {1, 32, time.Millisecond}, {4, 8, time.Millisecond}, {4, 4, 0}} {
 		file := fmt.Sprintf("wait-cdf-%dx%d-%dms.png", c.Procs, c.Goroutines, c.CS.Milliseconds())
 		title := fmt.Sprintf("Waiter wait distribution, %d × %d goroutines, %d ms critical section", c.Procs, c.Goroutines, c.CS.Milliseconds())
@@ -27,7 +24,7 @@ func writePlots(r *results, dir string) ([]plotRef, error) {
 			return nil, err
 		}
 		if ok {
-			refs = append(refs, plotRef{file, title})
+			refs = append(refs, plotting.Ref{File: file, Title: title})
 		}
 	}
 	for _, m := range []struct {
@@ -45,7 +42,7 @@ func writePlots(r *results, dir string) ([]plotRef, error) {
 				return nil, err
 			}
 			if ok {
-				refs = append(refs, plotRef{file, title})
+				refs = append(refs, plotting.Ref{File: file, Title: title})
 			}
 		}
 	}

@@ -20,7 +20,7 @@ const readLockRounds = 2
 // one worker process looping Lock, Unlock with no critical section.
 type throughputCase struct {
 	Name       string `json:"name"`
-	Mode       string `json:"mode"` // modeRead, modeShared or modeDistinct
+	Mode       string `json:"mode"` // harness.ModeRead, harness.ModeShared or harness.ModeDistinct
 	Goroutines int    `json:"goroutines"`
 }
 
@@ -35,9 +35,9 @@ const (
 // by 8 goroutines, and the Mutex cycles it is compared with.
 func throughputCases() []throughputCase {
 	return []throughputCase{
-		{Name: tpRead8, Mode: modeRead, Goroutines: 8},
-		{Name: tpMutex1, Mode: modeShared, Goroutines: 1},
-		{Name: tpMutex8x8, Mode: modeDistinct, Goroutines: 8},
+		{Name: tpRead8, Mode: harness.ModeRead, Goroutines: 8},
+		{Name: tpMutex1, Mode: harness.ModeShared, Goroutines: 1},
+		{Name: tpMutex8x8, Mode: harness.ModeDistinct, Goroutines: 8},
 	}
 }
 
@@ -71,7 +71,7 @@ func runReadLock(ctx context.Context, srv *redisserver.Server, o options) []*thr
 		return nil
 	}
 	ro := o
-	ro.duration = o.duration / readLockRounds
+	ro.Duration = o.Duration / readLockRounds
 	cases := throughputCases()
 	out := make([]*throughputStats, len(cases))
 	cycles := make([][]int64, len(cases))

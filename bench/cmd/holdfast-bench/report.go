@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/bench/internal/libs"
+	"github.com/holdfast-go/holdfast/bench/internal/plotting"
 	"github.com/holdfast-go/holdfast/bench/internal/report"
 	"github.com/holdfast-go/holdfast/bench/internal/stats"
 )
@@ -16,12 +17,7 @@ type results struct {
 	Elapsed     time.Duration
 	Env         report.Facts
 	Libs        []libs.Library
-	Duration    time.Duration
-	Warmup      time.Duration
-	LockTimeout time.Duration
-	Rounds      int
-	Cycles      int
-	Quick       bool
+	Opts        options
 	Uncontended []*uncontendedStats
 	ReadLock    []*throughputStats
 	Contended   []*runStats
@@ -173,10 +169,10 @@ func ratioCell(hv, pv float64, peer string) string {
 	return fmt.Sprintf("%s (%s)", report.Ratio(hv/pv), peer)
 }
 
-func renderMarkdown(r *results, plots []plotRef) string {
+func renderMarkdown(r *results, plots []plotting.Ref) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
-	b.WriteString(report.Header("Performance", "`bench/cmd/holdfast-bench` (`make bench-docs`)", r.Started, r.Elapsed, r.Quick))
+	b.WriteString(report.Header("Performance", "`bench/cmd/holdfast-bench` (`make bench-docs`)", r.Started, r.Elapsed, r.Opts.Quick))
 	p("The machine is small (2 cores) and shared: absolute numbers drift from run to run, so every target is a ratio " +
 		"measured in the same run, libraries interleaved (each case starts with another library).\n\n")
 
@@ -194,7 +190,7 @@ func renderMarkdown(r *results, plots []plotRef) string {
 		"Every latency ratio divides by the PING p50 of the same run.\n")
 	p("- **Uncontended cycle**: one goroutine, `Lock` then `Unlock` on a lock nobody else uses, measured from the `Lock` call to the `Unlock` return; "+
 		"%d rounds × %d cycles per library (after an unmeasured warm-up of %d ops per item), interleaved with the PINGs and the other libraries "+
-		"in runs of 20 ops (every item in turn, in a rotating order), so that machine drift hits all alike.\n", r.Rounds, r.Cycles, min(r.Cycles, 50))
+		"in runs of 20 ops (every item in turn, in a rotating order), so that machine drift hits all alike.\n", r.Opts.Rounds, r.Opts.Cycles, min(r.Opts.Cycles, 50))
 	p("- **holdfast TryLock (free)**: a cycle like holdfast's, through `Mutex.TryLock(ctx)` (one attempt, fresh owner) on a free lock, then `Lease.Unlock`. " +
 		"**holdfast reentrant**: an owner (`ctx = rlock.WithOwner(…)`) takes its own lock once before the warm-up and holds it until the end; " +
 		"each op is one reentrant `TryLock(ctx)` of that owner (hold count 1 → 2, one round trip) and that lease's `Unlock` (2 → 1, one round trip). " +
@@ -203,7 +199,7 @@ func renderMarkdown(r *results, plots []plotRef) string {
 		"in %d slices (the rows in turn, in a rotating order, so that a burst of load does not hit one row alone). "+
 		"Round trips, server commands, server µs, server CPU, client CPU, allocations and bytes per cycle are each the change of a counter "+
 		"between just before and just after each slice, summed over the slices, ÷ N. The probes (`INFO` on a separate connection, `ReadMemStats`) are read outside "+
-		"the process CPU and allocation window; `INFO` is not counted in server commands or server µs.\n", r.Cycles, countSlices)
+		"the process CPU and allocation window; `INFO` is not counted in server commands or server µs.\n", r.Opts.Cycles, countSlices)
 	p("- **server µs / cycle**: from `INFO commandstats`, the change of `usec` (time the server spent executing the command, " +
 		"timed around its execution: not reading, parsing or answering the request) summed over the commands, `INFO` left out, ÷ N. " +
 		"A script's `usec` includes the commands it runs, which Redis also counts under their own names (checked on 7.0.15: an `EVAL` " +
@@ -215,7 +211,7 @@ func renderMarkdown(r *results, plots []plotRef) string {
 		"redis-server's main thread, which with the default `io-threads 1` reads, parses, runs and answers every command) ÷ N. Unlike server µs "+
 		"it includes the socket reads and writes per round trip; it also includes the server's periodic work (`serverCron`, 10 Hz) "+
 		"during the batch, and the tail and head of two `INFO cpu` probes per slice (read after and before the `INFO commandstats` ones; "+
-		"about 15 µs per slice, measured on empty slices: %.2f µs per cycle here).\n", 15*float64(countSlices)/float64(r.Cycles))
+		"about 15 µs per slice, measured on empty slices: %.2f µs per cycle here).\n", 15*float64(countSlices)/float64(r.Opts.Cycles))
 	p("- **client CPU µs / cycle**: the benchmark process's CPU time (`getrusage(RUSAGE_SELF)`, user + system, all threads) " +
 		"over the batch ÷ N. The batch runs one row alone, so this is that row's client cost (library, its Redis client, their " +
 		"background goroutines, the garbage collector) plus the harness's loop around the op (a function call and a counter), " +
@@ -226,7 +222,7 @@ func renderMarkdown(r *results, plots []plotRef) string {
 	p("- **Contended run**: P processes × G goroutines loop on one lock name: `Lock` (with a %s deadline), critical section "+
 		"(`time.Sleep` of 0 or 1 ms; 0 means none), `Unlock`. Every contended case runs in worker processes (the binary re-executes itself), "+
 		"one `Instance` (client) per process shared by its goroutines. A run has a %s warm-up and a %s measured window; "+
-		"at the window's end waiting `Lock` calls are cancelled.\n", r.LockTimeout, r.Warmup, r.Duration)
+		"at the window's end waiting `Lock` calls are cancelled.\n", r.Opts.Timeout, r.Opts.Warmup, r.Opts.Duration)
 	p("- **Timestamps**: `CLOCK_MONOTONIC` read with `clock_gettime` (`golang.org/x/sys/unix`), comparable across processes.\n")
 	p("- **Failed / pending Lock calls**: calls that returned an error in the window (deadline or library error) / calls still waiting at its end.\n")
 	p("- **acq/s**: acquisitions whose `Lock` returned in the window ÷ window length.\n")

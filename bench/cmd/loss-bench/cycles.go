@@ -26,8 +26,8 @@ func (r cycleRow) median() time.Duration {
 }
 
 // cycles times, interleaved op by op, TryLock+Unlock of a free Mutex on a
-// client with tracking on and one with it off, and PING: o.cRounds rounds of
-// o.cycles ops per row.
+// client with tracking on and one with it off, and PING: o.Rounds rounds of
+// o.Cycles ops per row.
 func cycles(ctx context.Context, addr string, o options) ([]cycleRow, error) {
 	type row struct {
 		name string
@@ -64,9 +64,9 @@ func cycles(ctx context.Context, addr string, o options) ([]cycleRow, error) {
 			}
 		}
 	}
-	for range o.cRounds {
+	for range o.Rounds {
 		sums := make([]time.Duration, len(rows))
-		for range o.cycles {
+		for range o.Cycles {
 			for i, r := range rows {
 				start := time.Now()
 				if err := r.op(); err != nil {
@@ -76,7 +76,7 @@ func cycles(ctx context.Context, addr string, o options) ([]cycleRow, error) {
 			}
 		}
 		for i := range rows {
-			out[i].rounds = append(out[i].rounds, sums[i]/time.Duration(o.cycles))
+			out[i].rounds = append(out[i].rounds, sums[i]/time.Duration(o.Cycles))
 		}
 	}
 	return out, nil
@@ -96,7 +96,7 @@ func cycleTable(rows []cycleRow, o options) string {
 		"One goroutine, each row on a client of its own, interleaved op by op: %d rounds of %d ops per "+
 		"row; the median of the rounds' means. A cycle shorter than the tracker's first look (2 ms) sends "+
 		"nothing more to Redis: it costs an append to a slice and, while holds keep coming, the wake-up of the "+
-		"tracker's 2 ms timer (a few µs of client CPU per cycle, measured with getrusage).\n\n", o.cRounds, o.cycles)
+		"tracker's 2 ms timer (a few µs of client CPU per cycle, measured with getrusage).\n\n", o.Rounds, o.Cycles)
 	b.WriteString("| op | median of round means | ÷ tracking off | ÷ PING |\n| --- | ---: | ---: | ---: |\n")
 	off, ping := rows[1].median(), rows[len(rows)-1].median()
 	for _, r := range rows {

@@ -31,7 +31,7 @@ type holder interface {
 	close()
 }
 
-// detection runs o.rounds deletions per library, in turns, with others other
+// detection runs o.deletions deletions per library, in turns, with others other
 // holds of the same client open.
 func detection(ctx context.Context, addr string, admin *redis.Client, others int, o options) (detected, error) {
 	hf, err := newHoldfastHolder(addr)
@@ -50,7 +50,7 @@ func detection(ctx context.Context, addr string, admin *redis.Client, others int
 		}
 	}
 	var hfs, rus []int64
-	for i := range o.rounds {
+	for i := range o.deletions {
 		name := fmt.Sprintf("loss:%d:%d", others, i)
 		for _, side := range []struct {
 			h   holder
@@ -174,7 +174,7 @@ func detectionTable(ds []detected, o options) string {
 		"tracking on, watchdog 30 s, so the first renewal is 10 s away) or rueidislock's "+
 		"`WithContext` context is cancelled (KeyMajority 1, NoLoopTracking, defaults otherwise: "+
 		"client-side caching). The libraries take turns, round by round; %d rounds each. "+
-		"\"Busy\": the same client holds %d other locks meanwhile.\n\n", o.settle, o.rounds, o.others)
+		"\"Busy\": the same client holds %d other locks meanwhile.\n\n", o.settle, o.deletions, o.others)
 	b.WriteString("| scenario | library | rounds | p50 | p99 | max |\n| --- | --- | ---: | ---: | ---: | ---: |\n")
 	for _, d := range ds {
 		sc := "idle"

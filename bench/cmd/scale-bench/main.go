@@ -43,14 +43,8 @@ import (
 )
 
 type options struct {
-	out           string
-	quick         bool
-	duration      time.Duration
-	warmup        time.Duration
+	cli.Flags
 	hold          time.Duration
-	lockTimeout   time.Duration
-	redisBin      string
-	libNames      string
 	curves        string
 	maxHolds      int
 	maxPeerHolds  int
@@ -58,7 +52,6 @@ type options struct {
 	renewRounds   int
 	memHolds      int
 	memWaiters    int
-	jsonOut       string
 }
 
 // The curves, as -curves names them.
@@ -72,20 +65,16 @@ const (
 var allCurves = []string{curveProcs, curveNames, curveRenewals, curveMemory}
 
 func main() {
-	log.SetFlags(0)
-	log.SetPrefix("scale-bench: ")
-	if harness.ServeWorker(workerEnv, runWorker) {
+	var o options
+	o.Setup("scale-bench", "scale.md, img/scale-*.png and the section of performance.md (make bench-docs passes ../docs)",
+		"1 s windows, fewer renewal rounds, up to 10,000 holds")
+	if harness.ServeWorker(harness.ServeLocks) {
 		return
 	}
-	var o options
-	flag.StringVar(&o.out, "out", "out", "directory for scale.md, img/scale-*.png and the section of performance.md (make bench-docs passes ../docs)")
-	flag.BoolVar(&o.quick, "quick", false, "short run: 1 s windows, fewer renewal rounds, up to 10,000 holds")
-	flag.DurationVar(&o.duration, "duration", 0, "measured window of each contended point (default 3s, -quick 1s)")
-	flag.DurationVar(&o.warmup, "warmup", 0, "unmeasured start of each contended point (default 500ms, -quick 300ms)")
+	o.Window("point", "lock-timeout", "Lock", 5*time.Second)
+	o.Libs("libraries (default: holdfast and the peers)", catalog().Names(scaleLibs()))
+	o.JSONFile("results")
 	flag.DurationVar(&o.hold, "hold", time.Millisecond, "how long each acquisition of the contended curves holds")
-	flag.DurationVar(&o.lockTimeout, "lock-timeout", 5*time.Second, "deadline of each Lock call")
-	flag.StringVar(&o.redisBin, "redis-server", "", "redis-server binary (default: from PATH, else /usr/bin/redis-server)")
-	flag.StringVar(&o.libNames, "libs", "", "comma-separated libraries (default: holdfast and the peers): "+strings.Join(catalog().Names(scaleLibs()), ","))
 	flag.StringVar(&o.curves, "curves", "", "comma-separated curves to run (default all): "+strings.Join(allCurves, ","))
 	flag.IntVar(&o.maxHolds, "max-holds", 0, "largest hold count of the renewal curve (default 100000, -quick 10000)")
 	flag.IntVar(&o.maxPeerHolds, "max-peer-holds", 10000, "largest hold count for rueidislock, which runs a goroutine and a timer per hold")
@@ -93,13 +82,9 @@ func main() {
 	flag.IntVar(&o.renewRounds, "renew-rounds", 0, "renewal rounds measured per point (default 3, -quick 2)")
 	flag.IntVar(&o.memHolds, "mem-holds", 10000, "holds taken for the memory per hold")
 	flag.IntVar(&o.memWaiters, "mem-waiters", 1000, "waiting Lock calls for the memory per waiter")
-	flag.StringVar(&o.jsonOut, "json", "", "also write the results as JSON to this file")
-	flag.Parse()
-	cli.Default(&o.duration, 3*time.Second, time.Second, o.quick)
-	cli.Default(&o.warmup, 500*time.Millisecond, 300*time.Millisecond, o.quick)
-	cli.Default(&o.maxHolds, 100000, 10000, o.quick)
-	cli.Default(&o.renewRounds, 3, 2, o.quick)
-	o.redisBin = cli.RedisServer(o.redisBin)
+	o.Parse()
+	cli.Default(&o.maxHolds, 100000, 10000, o.Quick)
+	cli.Default(&o.renewRounds, 3, 2, o.Quick)
 	if err := run(o); err != nil {
 		log.Fatal(err)
 	}
@@ -144,18 +129,18 @@ func run(o options) error {
 		return err
 	}
 	ctx := context.Background()
-	selected, srv, err := cli.Start(ctx, o.redisBin, o.libNames, catalog())
+	selected, srv, err := cli.Start(ctx, o.RedisBin, o.LibNames, catalog())
 	if err != nil {
 		return err
 	}
 	defer srv.Stop()
-	res := &results{Started: started.UTC(), Env: report.Machine(srv.Version(), o.redisBin), Libs: selected, Quick: o.quick, Opts: o}
+	res := &results{Started: started.UTC(), Env: report.Machine(srv.Version(), o.RedisBin), Libs: selected, Quick: o.Quick, Opts: o}
 	if slices.Contains(curves, curveProcs) {
-		log.Printf("processes on one lock: %d points × %d libraries, %s windows", len(procCurve()), len(selected), o.duration)
+		log.Printf("processes on one lock: %d points × %d libraries, %s windows", len(procCurve()), len(selected), o.Duration)
 		res.Procs = runCurve(ctx, srv, selected, procCurve(), o)
 	}
 	if slices.Contains(curves, curveNames) {
-		log.Printf("names: %d points × %d libraries, %s windows", len(namesCurve()), len(selected), o.duration)
+		log.Printf("names: %d points × %d libraries, %s windows", len(namesCurve()), len(selected), o.Duration)
 		res.Names = runCurve(ctx, srv, selected, namesCurve(), o)
 	}
 	if slices.Contains(curves, curveRenewals) {
@@ -167,11 +152,8 @@ func run(o options) error {
 		res.MemHolds, res.MemWait = runMemory(ctx, srv, selected, o)
 	}
 	res.Elapsed = time.Since(started)
-	if err := writeReport(res, o); err != nil {
+	if err := writeReport(res, o.Output()); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	if o.jsonOut != "" {
-		return cli.WriteJSON(o.jsonOut, res)
-	}
-	return nil
+	return o.Output().WriteJSON(res)
 }

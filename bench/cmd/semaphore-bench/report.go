@@ -90,7 +90,7 @@ func renderTables(r *results) string {
 	}
 	o := r.Opts
 	fmt.Fprintf(&b, "\n## Contended: %d permits, %d processes × %d goroutines, hold %s (%d rounds of %s merged)\n\n",
-		o.permits, o.procs, o.goroutines, report.Duration(o.hold), o.rounds, o.duration)
+		o.permits, o.procs, o.goroutines, report.Duration(o.hold), o.contendedRounds, o.Duration)
 	renderWaits(&b, r)
 	renderIdle(&b, r)
 	renderCost(&b, r)
@@ -262,7 +262,7 @@ func renderMarkdown(r *results) string {
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	o := r.Opts
 	b.WriteString(report.Header("Semaphore benchmarks", "`bench/cmd/semaphore-bench` (`make bench-semaphore`, part of `make bench`)",
-		r.Started, r.Elapsed, o.quick))
+		r.Started, r.Elapsed, o.Quick))
 	p("\nThe machine is small (2 cores) and shared by the redis-server, the worker processes and the coordinator: absolute numbers drift " +
 		"from run to run, so compare within this report, where every figure comes from the same run and the libraries are interleaved. " +
 		"Other work on the machine shows in the load average at start (*Machine*).\n")
@@ -279,12 +279,12 @@ func renderMarkdown(r *results) string {
 		"untimed: *round trips* = commands plus pipelines through the row's go-redis client (a hook); *server cmds* = the change of `calls` summed "+
 		"over `INFO commandstats` (the probe's `INFO` left out; commands a script runs count too, so one `EVALSHA` running two commands counts 3); "+
 		"*allocs* = the change of `runtime.MemStats.Mallocs` of the whole process.\n",
-		o.uncRounds, o.cycles, min(o.cycles, 50), harness.TimedRun, o.cycles)
+		o.Rounds, o.Cycles, min(o.Cycles, 50), harness.TimedRun, o.Cycles)
 	p("- **Contended**: a semaphore of %d permits created before the run (`TrySetPermits`, or `SET` for the peers); %d worker processes "+
 		"(the binary re-executes itself), each with one client shared by %d goroutines, each goroutine looping `Acquire(1)` (deadline %s), "+
 		"`time.Sleep(%s)`, release. A run has a %s warm-up and a %s measured window; at the window's end the pending `Acquire` calls are "+
 		"cancelled. The libraries run in turn, %d rounds in rotating order, merged; then one more round each under MONITOR (below).\n",
-		o.permits, o.procs, o.goroutines, o.acquireTimeout, report.Duration(o.hold), o.warmup, o.duration, o.rounds)
+		o.permits, o.procs, o.goroutines, o.Timeout, report.Duration(o.hold), o.Warmup, o.Duration, o.contendedRounds)
 	p("- **Timestamps**: every worker reads `CLOCK_MONOTONIC` (`clock_gettime`), one clock for all processes on the host, " +
 		"at `Acquire` call (t0) and return (t1) and at release call (t2) and return (t3).\n")
 	p("- **Acquire wait** (the waiter wait): t1 − t0 of every `Acquire` call that returned in the window or was still pending at its end "+

@@ -70,6 +70,19 @@ func TimeInterleaved(ctx context.Context, ops []Op, rounds, cycles int) (lat [][
 	return lat, nil
 }
 
+// Matrix runs run for every case with every library, each case starting
+// with another library (see Rotate), and returns the results in that
+// order.
+func Matrix[C, L, R any](cases []C, ls []L, run func(C, L) R) []R {
+	var out []R
+	for i, c := range cases {
+		for _, l := range Rotate(ls, i) {
+			out = append(out, run(c, l))
+		}
+	}
+	return out
+}
+
 // Rotate returns a copy of s rotated left by k, so that each case or round
 // starts with another library.
 func Rotate[T any](s []T, k int) []T {
