@@ -136,8 +136,14 @@ func find(ps []*pointStats, lib string, pt point) *pointStats {
 	return nil
 }
 
-// contendedTables renders the tables every contended curve has.
-func (r *results) contendedTables(b *report.MD, pts []point, ps []*pointStats, row func(point) string) {
+// renderCurve renders a contended curve, if it ran: intro, the tables
+// (a row per point, named by row) and the plots files.
+func (r *results) renderCurve(b *report.MD, intro string, pts []point, ps []*pointStats, row func(point) string,
+	plots map[string]plotting.Ref, files ...string) {
+	if len(ps) == 0 {
+		return
+	}
+	b.WriteString(intro)
 	r.curveTable(b, "Acquisitions per second:", pts, ps, row, func(s *pointStats) string { return fmt.Sprintf("%.0f", s.AcqPerSec) })
 	r.curveTable(b, "Client round trips per acquisition (server commands per acquisition, inside scripts too, in parentheses):", pts, ps, row,
 		func(s *pointStats) string { return fmt.Sprintf("%.2f (%.1f)", s.RTPerAcq, s.CmdPerAcq) })
@@ -145,35 +151,26 @@ func (r *results) contendedTables(b *report.MD, pts []point, ps []*pointStats, r
 		func(s *pointStats) string {
 			return fmt.Sprintf("%s / %s (%s)", report.Duration(s.Wait.P(0.5)), report.Duration(s.Wait.P(0.99)), report.Percent(s.Failed+s.Pending, s.Calls))
 		})
+	for _, f := range files {
+		image(b, plots, f)
+	}
 }
 
 func (r *results) renderProcs(b *report.MD, plots map[string]plotting.Ref) {
-	if len(r.Procs) == 0 {
-		return
-	}
-	b.P("\n### Processes on one lock\n\n")
-	b.P("1 to 32 worker processes of 4 goroutines each, every goroutine looping `Lock`, %s hold, unlock on one lock name; a %s warm-up, then a %s measured window per point, the libraries in turn, each point starting with another. ",
-		report.Duration(r.Opts.hold), report.Duration(r.Opts.Warmup), report.Duration(r.Opts.Duration))
-	b.P("*Acquisitions*: `Lock` calls that returned a hold in the window; *round trips*: commands and pipelines the libraries' clients sent (holdfast's and the peers' go-redis hook, rueidis' wrapper), which leaves out holdfast's pub/sub connection; *server commands*: INFO commandstats over the window; *Lock wait*: every `Lock` call of the window, those still waiting at its end counted to the end; `Lock` calls give up after %s.\n",
-		report.Duration(r.Opts.Timeout))
-	row := func(p point) string { return fmt.Sprintf("%d × 4", p.Procs) }
-	r.contendedTables(b, procCurve(), r.Procs, row)
-	image(b, plots, "scale-procs-acq.png")
-	image(b, plots, "scale-procs-rt.png")
-	image(b, plots, "scale-procs-wait.png")
+	intro := fmt.Sprintf("\n### Processes on one lock\n\n"+
+		"1 to 32 worker processes of 4 goroutines each, every goroutine looping `Lock`, %s hold, unlock on one lock name; a %s warm-up, then a %s measured window per point, the libraries in turn, each point starting with another. "+
+		"*Acquisitions*: `Lock` calls that returned a hold in the window; *round trips*: commands and pipelines the libraries' clients sent (holdfast's and the peers' go-redis hook, rueidis' wrapper), which leaves out holdfast's pub/sub connection; *server commands*: INFO commandstats over the window; *Lock wait*: every `Lock` call of the window, those still waiting at its end counted to the end; `Lock` calls give up after %s.\n",
+		report.Duration(r.Opts.hold), report.Duration(r.Opts.Warmup), report.Duration(r.Opts.Duration), report.Duration(r.Opts.Timeout))
+	r.renderCurve(b, intro, procCurve(), r.Procs, func(p point) string { return fmt.Sprintf("%d × 4", p.Procs) },
+		plots, "scale-procs-acq.png", "scale-procs-rt.png", "scale-procs-wait.png")
 }
 
 func (r *results) renderNames(b *report.MD, plots map[string]plotting.Ref) {
-	if len(r.Names) == 0 {
-		return
-	}
-	b.P("\n### Names\n\n")
-	b.P("64 goroutines in one worker process, one client; each `Lock` call on one of N names drawn at random, %s hold; windows and figures as above.\n",
+	intro := fmt.Sprintf("\n### Names\n\n"+
+		"64 goroutines in one worker process, one client; each `Lock` call on one of N names drawn at random, %s hold; windows and figures as above.\n",
 		report.Duration(r.Opts.hold))
-	row := func(p point) string { return fmt.Sprintf("%d", p.Names) }
-	r.contendedTables(b, namesCurve(), r.Names, row)
-	image(b, plots, "scale-names-acq.png")
-	image(b, plots, "scale-names-rt.png")
+	r.renderCurve(b, intro, namesCurve(), r.Names, func(p point) string { return fmt.Sprintf("%d", p.Names) },
+		plots, "scale-names-acq.png", "scale-names-rt.png")
 }
 
 func (r *results) renderRenewals(b *report.MD, plots map[string]plotting.Ref) {
