@@ -46,21 +46,15 @@ type options struct {
 
 func main() {
 	var o options
-	o.Setup("holdfast-bench", "performance.md and img/*.png (make bench-docs passes ../docs)", "1 s windows, fewer uncontended cycles")
-	if harness.ServeWorker(harness.ServeLocks) {
-		return
-	}
-	o.Window("run", "lock-timeout", "Lock", 5*time.Second)
-	o.Libs("libraries to run (default all)", catalog().Names(libs.All()))
+	o.Setup("holdfast-bench", "performance.md and img/*.png (make bench-docs passes ../docs)", "1 s windows, fewer uncontended cycles",
+		"summarised results", harness.ServeLocks)
+	o.Contended("run", cli.Deadline{Flag: "lock-timeout", Call: "Lock", Default: 5 * time.Second},
+		"libraries to run (default all)", catalog().Names(libs.All()))
 	o.Uncontended("rounds", "library per round", 400, 200)
-	o.JSONFile("summarised results")
 	flag.BoolVar(&o.contended, "contended", true, "run the contended cases (false: PING and uncontended only)")
 	flag.BoolVar(&o.readLock, "readlock", true, "run the read-lock throughput rows (needs the holdfast library selected)")
 	flag.StringVar(&o.cases, "cases", "", "comma-separated contended cases to run, e.g. 4x4-1ms,1x32-0ms (default all)")
-	o.Parse()
-	if err := run(o); err != nil {
-		log.Fatal(err)
-	}
+	o.Run(func(ctx context.Context) error { return run(ctx, o) })
 }
 
 // catalog is the libraries this command can run.
@@ -76,24 +70,22 @@ func hasLib(ls []libs.Library, name string) bool {
 	return slices.ContainsFunc(ls, func(l libs.Library) bool { return l.Name == name })
 }
 
-func run(o options) error {
-	started := time.Now()
-	ctx := context.Background()
-	selected, srv, err := cli.Start(ctx, o.RedisBin, o.LibNames, catalog())
+func run(ctx context.Context, o options) error {
+	selected, srv, err := cli.Start(&o.Flags, catalog())
 	if err != nil {
 		return err
 	}
 	defer srv.Stop()
-	res := &results{Started: started.UTC(), Env: report.Machine(srv.Version(), o.RedisBin), Libs: selected, Opts: o}
+	res := &results{Started: srv.Started, Env: srv.Env, Libs: selected, Opts: o}
 
 	log.Printf("uncontended: %d rounds × %d cycles per library", o.Rounds, o.Cycles)
-	if res.Uncontended, err = runUncontended(ctx, srv, selected, o.Rounds, o.Cycles); err != nil {
+	if res.Uncontended, err = runUncontended(ctx, srv.Server, selected, o.Rounds, o.Cycles); err != nil {
 		return fmt.Errorf("uncontended: %w", err)
 	}
 
 	if o.readLock && hasLib(selected, libs.Holdfast) {
 		log.Printf("read lock: %d rounds of %d rows, %s windows", readLockRounds, len(throughputCases()), o.Duration/readLockRounds)
-		res.ReadLock = runReadLock(ctx, srv, o)
+		res.ReadLock = runReadLock(ctx, srv.Server, o)
 	}
 
 	cases, err := selectCases(o.cases)
@@ -102,10 +94,10 @@ func run(o options) error {
 	}
 	if o.contended {
 		res.Contended = harness.Matrix(cases, selected, func(c contendedCase, lib libs.Library) *runStats {
-			return runCase(ctx, srv, lib, c, o)
+			return runCase(ctx, srv.Server, lib, c, o)
 		})
 	}
-	res.Elapsed = time.Since(started)
+	res.Elapsed = srv.Elapsed()
 	return writeReport(res, o.Output())
 }
 
@@ -138,7 +130,7 @@ func writeReport(res *results, out report.Output) error {
 	if err := out.WriteJSON(res.summary()); err != nil {
 		return err
 	}
-	out.Wrote(path, len(plots), time.Since(res.Started))
+	out.Wrote(path, len(plots), res.Elapsed)
 	return nil
 }
 

@@ -43,22 +43,17 @@ type options struct {
 
 func main() {
 	var o options
-	o.Setup("loss-bench", "loss.md", "fewer rounds and cycles")
+	o.Setup("loss-bench", "loss.md", "fewer rounds and cycles", "", nil)
 	o.Uncontended("cycle-rounds", "row and round", 1000, 300)
-	flag.IntVar(&o.deletions, "rounds", 0, "deletions per library and scenario (default 100, -quick 50)")
+	o.IntVar(&o.deletions, "rounds", 100, 50, "deletions per library and scenario")
 	flag.IntVar(&o.others, "others", 1000, "other holds open in the busy scenario")
 	flag.DurationVar(&o.settle, "settle", 20*time.Millisecond, "how long each lock is held before its deletion")
 	flag.IntVar(&o.holds, "holds", 1000, "acquisitions counted for the server's commands per acquisition")
-	o.Parse()
-	cli.Default(&o.deletions, 100, 50, o.Quick)
-	if err := run(o); err != nil {
-		log.Fatal(err)
-	}
+	o.Run(func(ctx context.Context) error { return run(ctx, o) })
 }
 
-func run(o options) error {
+func run(ctx context.Context, o options) error {
 	started := time.Now()
-	ctx := context.Background()
 	srv, err := redisserver.Start(ctx, o.RedisBin)
 	if err != nil {
 		return err

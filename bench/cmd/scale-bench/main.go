@@ -67,27 +67,18 @@ var allCurves = []string{curveProcs, curveNames, curveRenewals, curveMemory}
 func main() {
 	var o options
 	o.Setup("scale-bench", "scale.md, img/scale-*.png and the section of performance.md (make bench-docs passes ../docs)",
-		"1 s windows, fewer renewal rounds, up to 10,000 holds")
-	if harness.ServeWorker(harness.ServeLocks) {
-		return
-	}
-	o.Window("point", "lock-timeout", "Lock", 5*time.Second)
-	o.Libs("libraries (default: holdfast and the peers)", catalog().Names(scaleLibs()))
-	o.JSONFile("results")
+		"1 s windows, fewer renewal rounds, up to 10,000 holds", "results", harness.ServeLocks)
+	o.Contended("point", cli.Deadline{Flag: "lock-timeout", Call: "Lock", Default: 5 * time.Second},
+		"libraries (default: holdfast and the peers)", catalog().Names(scaleLibs()))
 	flag.DurationVar(&o.hold, "hold", time.Millisecond, "how long each acquisition of the contended curves holds")
 	flag.StringVar(&o.curves, "curves", "", "comma-separated curves to run (default all): "+strings.Join(allCurves, ","))
-	flag.IntVar(&o.maxHolds, "max-holds", 0, "largest hold count of the renewal curve (default 100000, -quick 10000)")
+	o.IntVar(&o.maxHolds, "max-holds", 100000, 10000, "largest hold count of the renewal curve")
 	flag.IntVar(&o.maxPeerHolds, "max-peer-holds", 10000, "largest hold count for rueidislock, which runs a goroutine and a timer per hold")
 	flag.DurationVar(&o.renewInterval, "renew-interval", time.Second, "holdfast's renew interval in the renewal curve (lease: 3 intervals)")
-	flag.IntVar(&o.renewRounds, "renew-rounds", 0, "renewal rounds measured per point (default 3, -quick 2)")
+	o.IntVar(&o.renewRounds, "renew-rounds", 3, 2, "renewal rounds measured per point")
 	flag.IntVar(&o.memHolds, "mem-holds", 10000, "holds taken for the memory per hold")
 	flag.IntVar(&o.memWaiters, "mem-waiters", 1000, "waiting Lock calls for the memory per waiter")
-	o.Parse()
-	cli.Default(&o.maxHolds, 100000, 10000, o.Quick)
-	cli.Default(&o.renewRounds, 3, 2, o.Quick)
-	if err := run(o); err != nil {
-		log.Fatal(err)
-	}
+	o.Run(func(ctx context.Context) error { return run(ctx, o) })
 }
 
 // scaleLibs is holdfast's Mutex and FairMutex (whose waiters queue in
@@ -122,36 +113,34 @@ type results struct {
 	MemWait  []*memStats    `json:"memoryPerWaiter,omitempty"`
 }
 
-func run(o options) error {
-	started := time.Now()
+func run(ctx context.Context, o options) error {
 	curves, err := cli.Catalog[string]{All: allCurves, Name: func(s string) string { return s }, One: "curve", Many: "curves"}.Select(o.curves)
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
-	selected, srv, err := cli.Start(ctx, o.RedisBin, o.LibNames, catalog())
+	selected, srv, err := cli.Start(&o.Flags, catalog())
 	if err != nil {
 		return err
 	}
 	defer srv.Stop()
-	res := &results{Started: started.UTC(), Env: report.Machine(srv.Version(), o.RedisBin), Libs: selected, Quick: o.Quick, Opts: o}
+	res := &results{Started: srv.Started, Env: srv.Env, Libs: selected, Quick: o.Quick, Opts: o}
 	if slices.Contains(curves, curveProcs) {
 		log.Printf("processes on one lock: %d points × %d libraries, %s windows", len(procCurve()), len(selected), o.Duration)
-		res.Procs = runCurve(ctx, srv, selected, procCurve(), o)
+		res.Procs = runCurve(ctx, srv.Server, selected, procCurve(), o)
 	}
 	if slices.Contains(curves, curveNames) {
 		log.Printf("names: %d points × %d libraries, %s windows", len(namesCurve()), len(selected), o.Duration)
-		res.Names = runCurve(ctx, srv, selected, namesCurve(), o)
+		res.Names = runCurve(ctx, srv.Server, selected, namesCurve(), o)
 	}
 	if slices.Contains(curves, curveRenewals) {
 		log.Printf("renewals: up to %d holds", o.maxHolds)
-		res.Renewals = runRenewals(ctx, srv, selected, o)
+		res.Renewals = runRenewals(ctx, srv.Server, selected, o)
 	}
 	if slices.Contains(curves, curveMemory) {
 		log.Printf("memory: %d holds, %d waiters per library", o.memHolds, o.memWaiters)
-		res.MemHolds, res.MemWait = runMemory(ctx, srv, selected, o)
+		res.MemHolds, res.MemWait = runMemory(ctx, srv.Server, selected, o)
 	}
-	res.Elapsed = time.Since(started)
+	res.Elapsed = srv.Elapsed()
 	if err := writeReport(res, o.Output()); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}

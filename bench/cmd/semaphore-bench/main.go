@@ -51,26 +51,18 @@ type options struct {
 
 func main() {
 	var o options
-	o.Setup("semaphore-bench", "semaphore.md", "1 s windows, 1 round, fewer uncontended cycles")
-	if harness.ServeWorker(runWorker) {
-		return
-	}
-	o.Window("run", "acquire-timeout", "Acquire", 10*time.Second)
-	o.Libs("semaphores to run (default all)", catalog().Names(sems.All()))
+	o.Setup("semaphore-bench", "semaphore.md", "1 s windows, 1 round, fewer uncontended cycles", "summarised results", runWorker)
+	o.Contended("run", cli.Deadline{Flag: "acquire-timeout", Call: "Acquire", Default: 10 * time.Second},
+		"semaphores to run (default all)", catalog().Names(sems.All()))
 	o.Uncontended("unc-rounds", "row per round", 400, 200)
-	o.JSONFile("summarised results")
 	flag.IntVar(&o.permits, "permits", 4, "permits of the contended semaphore")
 	flag.IntVar(&o.procs, "procs", 4, "worker processes of the contended runs")
 	flag.IntVar(&o.goroutines, "goroutines", 8, "goroutines per worker process")
 	flag.DurationVar(&o.hold, "hold", time.Millisecond, "how long each acquisition holds its permit (time.Sleep)")
-	flag.IntVar(&o.contendedRounds, "rounds", 0, "contended rounds per library, merged (default 3, -quick 1)")
+	o.IntVar(&o.contendedRounds, "rounds", 3, 1, "contended rounds per library, merged")
 	flag.BoolVar(&o.monitor, "monitor", true, "one more contended round per library under MONITOR (server-side idle check)")
 	flag.BoolVar(&o.contended, "contended", true, "run the contended scenario")
-	o.Parse()
-	cli.Default(&o.contendedRounds, 3, 1, o.Quick)
-	if err := run(o); err != nil {
-		log.Fatal(err)
-	}
+	o.Run(func(ctx context.Context) error { return run(ctx, o) })
 }
 
 // catalog is the semaphores this command can run.
@@ -81,26 +73,24 @@ func catalog() cli.Catalog[sems.Library] {
 // libRow is a semaphore's row in the report's table of semaphores.
 func libRow(l sems.Library) (name, version, settings string) { return l.Name, l.Version(), l.Settings }
 
-func run(o options) error {
-	started := time.Now()
-	ctx := context.Background()
-	selected, srv, err := cli.Start(ctx, o.RedisBin, o.LibNames, catalog())
+func run(ctx context.Context, o options) error {
+	selected, srv, err := cli.Start(&o.Flags, catalog())
 	if err != nil {
 		return err
 	}
 	defer srv.Stop()
-	res := &results{Started: started.UTC(), Opts: o, Libs: selected, Env: report.Machine(srv.Version(), o.RedisBin).Without("OS"),
+	res := &results{Started: srv.Started, Opts: o, Libs: selected, Env: srv.Env.Without("OS"),
 		Contended: map[string]*runStats{}, Monitored: map[string]*runStats{}}
 
 	log.Printf("uncontended: %d rounds × %d cycles per row", o.Rounds, o.Cycles)
-	if res.Uncontended, err = runUncontended(ctx, srv, selected, o.Rounds, o.Cycles); err != nil {
+	if res.Uncontended, err = runUncontended(ctx, srv.Server, selected, o.Rounds, o.Cycles); err != nil {
 		return fmt.Errorf("uncontended: %w", err)
 	}
 
 	if o.contended {
-		runRounds(ctx, srv, selected, res, o)
+		runRounds(ctx, srv.Server, selected, res, o)
 	}
-	res.Elapsed = time.Since(started)
+	res.Elapsed = srv.Elapsed()
 
 	out := o.Output()
 	path, err := out.Write("semaphore.md", renderMarkdown(res))
@@ -111,7 +101,7 @@ func run(o options) error {
 		return err
 	}
 	fmt.Print(renderTables(res))
-	out.Wrote(path, 0, time.Since(started))
+	out.Wrote(path, 0, srv.Elapsed())
 	return nil
 }
 

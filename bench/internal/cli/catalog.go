@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"log"
 	"strings"
+	"time"
 
 	"github.com/holdfast-go/holdfast/bench/internal/redisserver"
+	"github.com/holdfast-go/holdfast/bench/internal/report"
 )
 
 // Catalog is what a command chooses from by name on its command line: the
@@ -62,18 +64,33 @@ func (c Catalog[T]) hint() string {
 	return "have " + strings.Join(c.Names(c.All), ", ")
 }
 
-// Start begins a command's run: it selects the members of c named in names
-// (see Select), starts a private redis-server from bin (see
-// redisserver.Start) and logs both. The caller stops the server.
-func Start[T any](ctx context.Context, bin, names string, c Catalog[T]) ([]T, *redisserver.Server, error) {
-	selected, err := c.Select(names)
+// Server is a command's private redis-server, with when the run started
+// and the facts of the machine (report.Machine) for its report.
+type Server struct {
+	*redisserver.Server
+	// Started is the run's start (UTC), Env the machine.
+	Started time.Time
+	Env     report.Facts
+
+	start time.Time
+}
+
+// Elapsed returns the time since the run started.
+func (s *Server) Elapsed() time.Duration { return time.Since(s.start) }
+
+// Start begins a command's run: it selects the members of c named in
+// f.LibNames (see Select), starts a private redis-server from f.RedisBin
+// (see redisserver.Start) and logs both. The caller stops the server.
+func Start[T any](f *Flags, c Catalog[T]) ([]T, *Server, error) {
+	start := time.Now()
+	selected, err := c.Select(f.LibNames)
 	if err != nil {
 		return nil, nil, err
 	}
-	srv, err := redisserver.Start(ctx, bin)
+	srv, err := redisserver.Start(context.Background(), f.RedisBin)
 	if err != nil {
 		return nil, nil, err
 	}
 	log.Printf("redis-server %s on %s; %s: %s", srv.Version(), srv.Addr, c.Many, strings.Join(c.Names(selected), ", "))
-	return selected, srv, nil
+	return selected, &Server{Server: srv, Started: start.UTC(), Env: report.Machine(srv.Version(), f.RedisBin), start: start}, nil
 }
