@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/holdfast-go/holdfast/bench/internal/monoclock"
@@ -68,6 +69,20 @@ func TimeInterleaved(ctx context.Context, ops []Op, rounds, cycles int) (lat [][
 		time.Sleep(time.Millisecond)
 	}
 	return lat, nil
+}
+
+// Closers closes what a run opened.
+type Closers []func() error
+
+// Add adds what closes one thing.
+func (c *Closers) Add(close func() error) { *c = append(*c, close) }
+
+// Close closes everything added, the last added first, and ignores the
+// errors.
+func (c *Closers) Close() {
+	for _, f := range slices.Backward(*c) {
+		_ = f()
+	}
 }
 
 // Matrix runs run for every case with every library, each case starting
