@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/holdfast-go/holdfast/bench/internal/report"
@@ -91,8 +90,8 @@ func onOff(on bool) string {
 
 // cycleTable renders the uncontended comparison.
 func cycleTable(rows []cycleRow, o options) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "\n## The uncontended cycle, tracking on and off\n\n"+
+	var b report.MD
+	b.P("\n## The uncontended cycle, tracking on and off\n\n"+
 		"One goroutine, each row on a client of its own, interleaved op by op: %d rounds of %d ops per "+
 		"row; the median of the rounds' means. A cycle shorter than the tracker's first look (2 ms) sends "+
 		"nothing more to Redis: it costs an append to a slice and, while holds keep coming, the wake-up of the "+
@@ -101,7 +100,7 @@ func cycleTable(rows []cycleRow, o options) string {
 	off, ping := rows[1].median(), rows[len(rows)-1].median()
 	for _, r := range rows {
 		m := r.median()
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.name, report.Duration(m), report.DurationRatio(m, off), report.DurationRatio(m, ping))
+		b.P("| %s | %s | %s | %s |\n", r.name, report.Duration(m), report.DurationRatio(m, off), report.DurationRatio(m, ping))
 	}
 	return b.String()
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/holdfast-go/holdfast/bench/internal/libs"
@@ -167,8 +166,8 @@ func (h *rueidisHolder) close() {
 
 // detectionTable renders the detection times.
 func detectionTable(ds []detected, o options) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "\n## From an outside DEL to the holder's knowing\n\n"+
+	var b report.MD
+	b.P("\n## From an outside DEL to the holder's knowing\n\n"+
 		"Each round takes a lock, holds it %v, deletes its key with `DEL` from another client and "+
 		"times, from the DEL's send, until holdfast's `Lease.Done()` is closed (default client: "+
 		"tracking on, watchdog 30 s, so the first renewal is 10 s away) or rueidislock's "+
@@ -186,7 +185,7 @@ func detectionTable(ds []detected, o options) string {
 			d    stats.Dist
 		}{{"holdfast", d.holdfast}, {"rueidislock", d.rueidis}} {
 			s := row.d.Summary()
-			fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s |\n", sc, row.name, s.N,
+			b.P("| %s | %s | %d | %s | %s | %s |\n", sc, row.name, s.N,
 				report.Duration(s.P50), report.Duration(s.P99), report.Duration(s.Max))
 		}
 	}
