@@ -111,7 +111,7 @@ func sameCall(a, b harness.ProcCall) bool {
 // in the worker processes on one host, so all processes share one time line.
 func analyze(lib string, c contendedCase, out *harness.Outcome) *runStats {
 	rs := &runStats{Lib: lib, Case: c, Errors: map[string]int{}}
-	rs.WindowSecs = float64(out.WE-out.WS) / 1e9
+	rs.WindowSecs = out.Seconds()
 	out.AddErrors(rs.Errors)
 	rs.Acq, rs.PerG = out.Acquisitions()
 	calls := out.Calls()
@@ -124,17 +124,9 @@ func analyze(lib string, c contendedCase, out *harness.Outcome) *runStats {
 	slices.SortFunc(acqs, func(a, b harness.ProcCall) int { return cmp.Compare(a.T1(), b.T1()) })
 	rs.Wait = waiterWaits(rs, out, acqs)
 	rs.handoffs(out, acqs, harness.NewTimeline(calls))
-	for _, n := range rs.PerG {
-		if n == 0 {
-			rs.Starved++
-		}
-	}
+	rs.Starved = stats.Starved(rs.PerG)
 	rs.AcqPerSec = float64(rs.Acq) / rs.WindowSecs
-	if rs.Acq > 0 {
-		rs.RTPerAcq = float64(out.RoundTrips()) / float64(rs.Acq)
-		rs.CmdPerAcq = float64(out.Commands) / float64(rs.Acq)
-		rs.ScrPerAcq = float64(out.Scripts) / float64(rs.Acq)
-	}
+	rs.RTPerAcq, rs.CmdPerAcq, rs.ScrPerAcq = harness.PerAcq(rs.Acq, out.RoundTrips(), out.Commands, out.Scripts)
 	return rs
 }
 

@@ -112,16 +112,8 @@ func runPoint(ctx context.Context, srv *redisserver.Server, lib libs.Library, pt
 func analyze(lib string, pt point, out *harness.Outcome) *pointStats {
 	ps := &pointStats{Lib: lib, Point: pt}
 	ps.Acq, _ = out.Acquisitions()
-	ps.AcqPerSec = float64(ps.Acq) / (float64(out.WE-out.WS) / 1e9)
-	calls, failed, pending := out.WindowCalls()
-	waits := make([]int64, 0, len(calls))
-	for _, c := range calls {
-		waits = append(waits, c.Wait())
-	}
-	ps.Wait, ps.Failed, ps.Pending, ps.Calls = stats.NewDist(waits), failed, pending, len(calls)
-	if ps.Acq > 0 {
-		ps.RTPerAcq = float64(out.RoundTrips()) / float64(ps.Acq)
-		ps.CmdPerAcq = float64(out.Commands) / float64(ps.Acq)
-	}
+	ps.AcqPerSec = float64(ps.Acq) / out.Seconds()
+	ps.Wait, ps.Calls, ps.Failed, ps.Pending = out.Waits()
+	ps.RTPerAcq, ps.CmdPerAcq, _ = harness.PerAcq(ps.Acq, out.RoundTrips(), out.Commands, out.Scripts)
 	return ps
 }
