@@ -49,7 +49,7 @@ func main() {
 	o.Setup("holdfast-bench", "performance.md and img/*.png (make bench-docs passes ../docs)", "1 s windows, fewer uncontended cycles",
 		"summarised results", harness.ServeLocks)
 	o.Contended("run", cli.Deadline{Flag: "lock-timeout", Call: "Lock", Default: 5 * time.Second},
-		"libraries to run (default all)", catalog().Names(libs.All()))
+		"libraries to run (default all)", cli.Libraries(libs.All()).AllNames())
 	o.Uncontended("rounds", "library per round", 400, 200)
 	flag.BoolVar(&o.contended, "contended", true, "run the contended cases (false: PING and uncontended only)")
 	flag.BoolVar(&o.readLock, "readlock", true, "run the read-lock throughput rows (needs the holdfast library selected)")
@@ -57,21 +57,13 @@ func main() {
 	o.Run(func(ctx context.Context) error { return run(ctx, o) })
 }
 
-// catalog is the libraries this command can run.
-func catalog() cli.Catalog[libs.Library] {
-	return cli.Catalog[libs.Library]{All: libs.All(), Name: func(l libs.Library) string { return l.Name }, One: "library", Many: "libraries"}
-}
-
-// libRow is a library's row in the report's table of libraries.
-func libRow(l libs.Library) (name, version, settings string) { return l.Name, l.Version(), l.Settings }
-
 // hasLib reports whether ls holds the library called name.
 func hasLib(ls []libs.Library, name string) bool {
 	return slices.ContainsFunc(ls, func(l libs.Library) bool { return l.Name == name })
 }
 
 func run(ctx context.Context, o options) error {
-	selected, srv, err := cli.Start(&o.Flags, catalog())
+	selected, srv, err := cli.Start(&o.Flags, cli.Libraries(libs.All()))
 	if err != nil {
 		return err
 	}

@@ -181,7 +181,7 @@ func renderMarkdown(r *results, plots []plotting.Ref) string {
 
 	b.WriteString(r.Env.Table())
 
-	b.WriteString(report.Libraries("Libraries and settings", "library", r.Libs, libRow))
+	b.WriteString(report.Libraries("Libraries and settings", "library", r.Libs))
 
 	b.P("\n## Definitions\n\n")
 	b.P("- **PING**: one `PING` round trip on the same kind of client the library uses " +

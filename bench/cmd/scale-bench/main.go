@@ -69,7 +69,7 @@ func main() {
 	o.Setup("scale-bench", "scale.md, img/scale-*.png and the section of performance.md (make bench-docs passes ../docs)",
 		"1 s windows, fewer renewal rounds, up to 10,000 holds", "results", harness.ServeLocks)
 	o.Contended("point", cli.Deadline{Flag: "lock-timeout", Call: "Lock", Default: 5 * time.Second},
-		"libraries (default: holdfast and the peers)", catalog().Names(scaleLibs()))
+		"libraries (default: holdfast and the peers)", cli.Libraries(scaleLibs()).AllNames())
 	flag.DurationVar(&o.hold, "hold", time.Millisecond, "how long each acquisition of the contended curves holds")
 	flag.StringVar(&o.curves, "curves", "", "comma-separated curves to run (default all): "+strings.Join(allCurves, ","))
 	o.IntVar(&o.maxHolds, "max-holds", 100000, 10000, "largest hold count of the renewal curve")
@@ -93,11 +93,6 @@ func scaleLibs() []libs.Library {
 	return out
 }
 
-// catalog is the libraries this command can run.
-func catalog() cli.Catalog[libs.Library] {
-	return cli.Catalog[libs.Library]{All: scaleLibs(), Name: func(l libs.Library) string { return l.Name }, One: "library", Many: "libraries"}
-}
-
 // results is everything one run measured.
 type results struct {
 	Started  time.Time      `json:"started"`
@@ -118,7 +113,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	selected, srv, err := cli.Start(&o.Flags, catalog())
+	selected, srv, err := cli.Start(&o.Flags, cli.Libraries(scaleLibs()))
 	if err != nil {
 		return err
 	}

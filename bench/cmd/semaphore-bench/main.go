@@ -53,7 +53,7 @@ func main() {
 	var o options
 	o.Setup("semaphore-bench", "semaphore.md", "1 s windows, 1 round, fewer uncontended cycles", "summarised results", runWorker)
 	o.Contended("run", cli.Deadline{Flag: "acquire-timeout", Call: "Acquire", Default: 10 * time.Second},
-		"semaphores to run (default all)", catalog().Names(sems.All()))
+		"semaphores to run (default all)", cli.Semaphores(sems.All()).AllNames())
 	o.Uncontended("unc-rounds", "row per round", 400, 200)
 	flag.IntVar(&o.permits, "permits", 4, "permits of the contended semaphore")
 	flag.IntVar(&o.procs, "procs", 4, "worker processes of the contended runs")
@@ -65,16 +65,8 @@ func main() {
 	o.Run(func(ctx context.Context) error { return run(ctx, o) })
 }
 
-// catalog is the semaphores this command can run.
-func catalog() cli.Catalog[sems.Library] {
-	return cli.Catalog[sems.Library]{All: sems.All(), Name: func(l sems.Library) string { return l.Name }, One: "semaphore", Many: "semaphores"}
-}
-
-// libRow is a semaphore's row in the report's table of semaphores.
-func libRow(l sems.Library) (name, version, settings string) { return l.Name, l.Version(), l.Settings }
-
 func run(ctx context.Context, o options) error {
-	selected, srv, err := cli.Start(&o.Flags, catalog())
+	selected, srv, err := cli.Start(&o.Flags, cli.Semaphores(sems.All()))
 	if err != nil {
 		return err
 	}

@@ -263,7 +263,7 @@ func renderMarkdown(r *results) string {
 	b.WriteString(renderTables(r))
 
 	b.WriteString(r.Env.Table())
-	b.WriteString(report.Libraries("Semaphores and settings", "semaphore", r.Libs, libRow))
+	b.WriteString(report.Libraries("Semaphores and settings", "semaphore", r.Libs))
 
 	b.P("\n## Method\n\n")
 	b.P("- **Uncontended**: one goroutine in the coordinating process; a row's op is one PING, one `Mutex.Lock`+`Lease.Unlock` on a free lock, "+

@@ -7,8 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/holdfast-go/holdfast/bench/internal/libs"
 	"github.com/holdfast-go/holdfast/bench/internal/redisserver"
 	"github.com/holdfast-go/holdfast/bench/internal/report"
+	"github.com/holdfast-go/holdfast/bench/internal/sems"
 )
 
 // Catalog is what a command chooses from by name on its command line: the
@@ -26,6 +28,16 @@ type Catalog[T any] struct {
 	Hint string
 }
 
+// Libraries is the catalog of the lock libraries all.
+func Libraries(all []libs.Library) Catalog[libs.Library] {
+	return Catalog[libs.Library]{All: all, Name: func(l libs.Library) string { return l.Name }, One: "library", Many: "libraries"}
+}
+
+// Semaphores is the catalog of the semaphores all.
+func Semaphores(all []sems.Library) Catalog[sems.Library] {
+	return Catalog[sems.Library]{All: all, Name: func(l sems.Library) string { return l.Name }, One: "semaphore", Many: "semaphores"}
+}
+
 // Names returns the name of each of ls.
 func (c Catalog[T]) Names(ls []T) []string {
 	out := make([]string, len(ls))
@@ -34,6 +46,9 @@ func (c Catalog[T]) Names(ls []T) []string {
 	}
 	return out
 }
+
+// AllNames returns the name of each member.
+func (c Catalog[T]) AllNames() []string { return c.Names(c.All) }
 
 // Select returns the members named in the comma-separated list names, in
 // the list's order, or all of them when names is empty.
@@ -61,7 +76,7 @@ func (c Catalog[T]) hint() string {
 	if c.Hint != "" {
 		return c.Hint
 	}
-	return "have " + strings.Join(c.Names(c.All), ", ")
+	return "have " + strings.Join(c.AllNames(), ", ")
 }
 
 // Server is a command's private redis-server, with when the run started

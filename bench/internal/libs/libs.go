@@ -80,6 +80,9 @@ type Library struct {
 // Version returns the version of l.Module linked into this binary.
 func (l Library) Version() string { return ModuleVersion(l.Module) }
 
+// Row returns the library's row in a report's table of libraries.
+func (l Library) Row() (name, version, settings string) { return l.Name, l.Version(), l.Settings }
+
 var registry []Library
 
 func register(l Library) { registry = append(registry, l) }

@@ -67,14 +67,18 @@ func (fs Facts) Table() string {
 	return b.String()
 }
 
+// Row is a library in the table of libraries.
+type Row interface {
+	Row() (name, version, settings string)
+}
+
 // Libraries renders the table of the libraries a run used, under heading,
-// with column heading their names; row gives a library's name, version and
-// settings.
-func Libraries[T any](heading, column string, ls []T, row func(T) (name, version, settings string)) string {
+// with column heading their names.
+func Libraries[T Row](heading, column string, ls []T) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## %s\n\n| %s | version | settings |\n|---|---|---|\n", heading, column)
 	for _, l := range ls {
-		name, version, settings := row(l)
+		name, version, settings := l.Row()
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", name, version, settings)
 	}
 	return b.String()
