@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,52 +46,20 @@ func (r *results) kindTargets() []target {
 	return ts
 }
 
-// kindCol is one column of the kinds section's contended tables.
-type kindCol struct {
-	head string
-	cell func(*runStats) string
-	// value, if set, is divided in the ratio row.
-	value func(*runStats) (float64, bool)
-}
-
-func kindCols(waitP50, r2w bool, extra ...kindCol) []kindCol {
-	num := func(head, format string, f func(*runStats) (float64, bool)) kindCol {
-		return kindCol{head: head, value: f, cell: func(rs *runStats) string {
-			if v, ok := f(rs); ok {
-				return fmt.Sprintf(format, v)
-			}
-			return "—"
-		}}
+// kindCols returns the columns of the contended tables (those of a case
+// of several processes) with the heads given, in that order.
+func kindCols(heads ...string) []metricCol {
+	all := contendedCols(contendedCase{Procs: 4})
+	out := make([]metricCol, len(heads))
+	for i, h := range heads {
+		out[i] = all[slices.IndexFunc(all, func(c metricCol) bool { return c.head == h })]
 	}
-	dur := func(head string, f func(*runStats) (time.Duration, bool)) kindCol {
-		v := func(rs *runStats) (float64, bool) { d, ok := f(rs); return float64(d), ok }
-		return kindCol{head: head, value: v, cell: func(rs *runStats) string {
-			if d, ok := f(rs); ok {
-				return report.Duration(d)
-			}
-			return "—"
-		}}
-	}
-	cols := []kindCol{num("acq/s", "%.0f", func(rs *runStats) (float64, bool) { return rs.AcqPerSec, true })}
-	if waitP50 {
-		cols = append(cols, dur("waiter wait p50", func(rs *runStats) (time.Duration, bool) { return rs.Wait.P(0.5), rs.Wait.N() > 0 }))
-	}
-	cols = append(cols, dur("waiter wait p99", func(rs *runStats) (time.Duration, bool) { return rs.Wait.P(0.99), rs.Wait.N() > 0 }))
-	if r2w {
-		cols = append(cols, dur("release → waiter p99", func(rs *runStats) (time.Duration, bool) {
-			return rs.ReleaseToWaiter.P(0.99), rs.ReleaseToWaiter.N() > 0
-		}))
-	}
-	cols = append(cols, kindCol{head: "acq / goroutine max / min (max ÷ min)", cell: func(rs *runStats) string {
-		maxG, minG := rs.spread()
-		return fmt.Sprintf("%d / %d (%s)", maxG, minG, report.Spread(stats.SpreadRatio(rs.PerG)))
-	}})
-	return append(cols, extra...)
+	return out
 }
 
 // kindTable renders, per case, a row for lib and for holdfast's Mutex and a
 // row with lib ÷ Mutex of every column that has a value.
-func kindTable(b *report.MD, r *results, lib string, cases []contendedCase, cols []kindCol) {
+func kindTable(b *report.MD, r *results, lib string, cases []contendedCase, cols []metricCol) {
 	b.P("| case | lock |")
 	for _, c := range cols {
 		b.P(" %s |", c.head)
@@ -163,10 +132,8 @@ func renderKinds(b *report.MD, r *results) {
 		"and a 1 ms critical section, in one process (1 × 32) and over 4 processes (4 × 8). Each goroutine counts its acquisitions " +
 		"whose `Lock` returned in the measured window; *max ÷ min* is the most over the fewest (∞ when a goroutine had none).\n\n")
 	waitP99 := func(rs *runStats) (time.Duration, bool) { return rs.Wait.P(0.99), rs.Wait.N() > 0 }
-	kindTable(b, r, libs.HoldfastFair, fairCases, kindCols(true, false,
-		kindCol{head: "starved", cell: func(rs *runStats) string { return fmt.Sprint(rs.Starved) }},
-		kindCol{head: "failed / pending Lock calls", cell: func(rs *runStats) string { return fmt.Sprintf("%d / %d", rs.Failed, rs.Pending) }},
-	))
+	kindTable(b, r, libs.HoldfastFair, fairCases, kindCols("acq/s", "waiter wait p50", "waiter wait p99",
+		"acq / goroutine max / min (max ÷ min)", "starved", "failed / pending Lock calls"))
 	var met, measured []string
 	allMet := true
 	for i, t := range r.kindTargets() {
@@ -194,13 +161,8 @@ func renderKinds(b *report.MD, r *results) {
 	b.P("\n### SpinMutex against Mutex at 4 × 4\n\n")
 	b.P("`holdfast-spin` (`Client.NewSpinMutex(name)`, default back-off) and `holdfast` (`Client.NewMutex(name)`) at 4 processes × 4 goroutines, " +
 		"with a 1 ms and with no critical section.\n\n")
-	f2 := func(v float64) string { return fmt.Sprintf("%.2f", v) }
-	kindTable(b, r, libs.HoldfastSpin, spinCases, kindCols(true, true,
-		kindCol{head: "round trips / acq", cell: func(rs *runStats) string { return f2(rs.RTPerAcq) },
-			value: func(rs *runStats) (float64, bool) { return rs.RTPerAcq, rs.Acq > 0 }},
-		kindCol{head: "server cmds / acq", cell: func(rs *runStats) string { return f2(rs.CmdPerAcq) },
-			value: func(rs *runStats) (float64, bool) { return rs.CmdPerAcq, rs.Acq > 0 }},
-	))
+	kindTable(b, r, libs.HoldfastSpin, spinCases, kindCols("acq/s", "waiter wait p50", "waiter wait p99", "release → waiter p99",
+		"acq / goroutine max / min (max ÷ min)", "round trips / acq", "server cmds / acq"))
 	acq := func(rs *runStats) (float64, bool) { return rs.AcqPerSec, rs.Acq > 0 }
 	var parts []string
 	for _, c := range spinCases {
