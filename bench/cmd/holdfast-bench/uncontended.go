@@ -156,7 +156,7 @@ func timeItems(ctx context.Context, items []*uncontendedItem, rounds, cycles int
 	for i, it := range items {
 		ops[i] = it.Op
 	}
-	lat, err := harness.TimeInterleaved(ctx, ops, rounds, cycles)
+	lat, err := harness.TimeInterleaved(ctx, ops, rounds, cycles, harness.TimedRun)
 	if err != nil {
 		return err
 	}

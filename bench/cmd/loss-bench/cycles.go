@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/holdfast-go/holdfast/bench/internal/harness"
 	"github.com/holdfast-go/holdfast/bench/internal/report"
 	"github.com/holdfast-go/holdfast/rlock"
 	"github.com/redis/go-redis/v9"
@@ -24,25 +25,23 @@ func (r cycleRow) median() time.Duration {
 	return s[len(s)/2]
 }
 
-// cycles times, interleaved op by op, TryLock+Unlock of a free Mutex on a
-// client with tracking on and one with it off, and PING: o.Rounds rounds of
-// o.Cycles ops per row.
+// cycles times, interleaved op by op (harness.TimeInterleaved), TryLock +
+// Unlock of a free Mutex on a client with tracking on and one with it off,
+// and PING: o.Rounds rounds of o.Cycles ops per row.
 func cycles(ctx context.Context, addr string, o options) ([]cycleRow, error) {
-	type row struct {
-		name string
-		op   func() error
-	}
-	var rows []row
+	var closers harness.Closers
+	defer closers.Close()
+	var ops []harness.Op
 	for _, track := range []bool{true, false} {
 		rdb := redis.NewClient(&redis.Options{Addr: addr})
-		defer rdb.Close()
+		closers.Add(rdb.Close)
 		c, err := rlock.New(rdb, rlock.WithTracking(track))
 		if err != nil {
 			return nil, err
 		}
-		defer c.Close()
+		closers.Add(c.Close)
 		m := c.NewMutex(fmt.Sprintf("cycle:%v", track))
-		rows = append(rows, row{fmt.Sprintf("TryLock + Unlock, tracking %s", onOff(track)), func() error {
+		ops = append(ops, harness.Op{Name: fmt.Sprintf("TryLock + Unlock, tracking %s", onOff(track)), Run: func(ctx context.Context) error {
 			l, err := m.TryLock(ctx)
 			if err != nil {
 				return err
@@ -51,31 +50,26 @@ func cycles(ctx context.Context, addr string, o options) ([]cycleRow, error) {
 		}})
 	}
 	ping := redis.NewClient(&redis.Options{Addr: addr})
-	defer ping.Close()
-	rows = append(rows, row{"PING", func() error { return ping.Ping(ctx).Err() }})
-
-	out := make([]cycleRow, len(rows))
-	for i, r := range rows {
-		out[i].name = r.name
-		for range 50 { // warm-up
-			if err := r.op(); err != nil {
-				return nil, err
-			}
+	closers.Add(ping.Close)
+	ops = append(ops, harness.Op{Name: "PING", Run: func(ctx context.Context) error { return ping.Ping(ctx).Err() }})
+	for _, op := range ops {
+		if err := op.Repeat(ctx, 50); err != nil { // warm-up
+			return nil, err
 		}
 	}
-	for range o.Rounds {
-		sums := make([]time.Duration, len(rows))
-		for range o.Cycles {
-			for i, r := range rows {
-				start := time.Now()
-				if err := r.op(); err != nil {
-					return nil, err
-				}
-				sums[i] += time.Since(start)
+	lat, err := harness.TimeInterleaved(ctx, ops, o.Rounds, o.Cycles, 1)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]cycleRow, len(ops))
+	for i, op := range ops {
+		out[i].name = op.Name
+		for r := range o.Rounds {
+			var sum int64
+			for _, d := range lat[i][r*o.Cycles : (r+1)*o.Cycles] {
+				sum += d
 			}
-		}
-		for i := range rows {
-			out[i].rounds = append(out[i].rounds, sums[i]/time.Duration(o.Cycles))
+			out[i].rounds = append(out[i].rounds, time.Duration(sum/int64(o.Cycles)))
 		}
 	}
 	return out, nil

@@ -49,7 +49,7 @@ func runUncontended(ctx context.Context, srv *redisserver.Server, ls []sems.Libr
 		}
 		ops[i] = r.Op
 	}
-	lat, err := harness.TimeInterleaved(ctx, ops, rounds, cycles)
+	lat, err := harness.TimeInterleaved(ctx, ops, rounds, cycles, harness.TimedRun)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,8 @@ import (
 	"github.com/holdfast-go/holdfast/bench/internal/monoclock"
 )
 
-// TimedRun is how many ops of one Op TimeInterleaved times in a row.
+// TimedRun is how many ops of one Op the commands have TimeInterleaved time
+// in a row (loss-bench: 1, op by op).
 const TimedRun = 20
 
 // Op is one operation timed on its own: a library's uncontended cycle, or a
@@ -44,19 +45,19 @@ func (op Op) Repeat(ctx context.Context, n int) error {
 }
 
 // TimeInterleaved times rounds × cycles runs of each op and returns each
-// op's times (CLOCK_MONOTONIC ns), lat[i] for ops[i]. It runs short runs of
-// TimedRun ops, every op in turn with the order rotating from turn to turn,
-// and pauses 1 ms between rounds: so drift of the machine (frequency,
-// neighbours) hits every op alike while each run stays warm (same
-// connection, same code path).
-func TimeInterleaved(ctx context.Context, ops []Op, rounds, cycles int) (lat [][]int64, err error) {
+// op's times (CLOCK_MONOTONIC ns, round after round), lat[i] for ops[i]. It
+// runs short runs of run ops, every op in turn with the order rotating from
+// turn to turn, and pauses 1 ms between rounds: so drift of the machine
+// (frequency, neighbours) hits every op alike while each run stays warm
+// (same connection, same code path).
+func TimeInterleaved(ctx context.Context, ops []Op, rounds, cycles, run int) (lat [][]int64, err error) {
 	lat = make([][]int64, len(ops))
 	turn := 0
 	for range rounds {
-		for c := 0; c < cycles; c += TimedRun {
+		for c := 0; c < cycles; c += run {
 			for i := range ops {
 				k := (i + turn) % len(ops)
-				for range min(TimedRun, cycles-c) {
+				for range min(run, cycles-c) {
 					t0 := monoclock.Now()
 					if err := ops[k].Run(ctx); err != nil {
 						return nil, fmt.Errorf("%s: %w", ops[k].Name, err)
