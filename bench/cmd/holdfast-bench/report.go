@@ -41,14 +41,7 @@ func (r *results) uncontended(name string) *uncontendedStats {
 	return nil
 }
 
-func (r *results) hasHoldfast() bool {
-	for _, l := range r.Libs {
-		if l.Name == libs.Holdfast {
-			return true
-		}
-	}
-	return false
-}
+func (r *results) hasHoldfast() bool { return hasLib(r.Libs, libs.Holdfast) }
 
 // peers returns the non-holdfast libraries.
 func (r *results) peers() []libs.Library {

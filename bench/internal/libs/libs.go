@@ -3,10 +3,8 @@
 package libs
 
 import (
-	"cmp"
 	"context"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -114,18 +112,15 @@ func (r *Registry[T]) Add(l T) { r.list = append(r.list, l) }
 
 // All returns the registered implementations, holdfast's first.
 func (r *Registry[T]) All() []T {
-	out := slices.Clone(r.list)
-	slices.SortStableFunc(out, func(a, b T) int {
-		return cmp.Compare(boolInt(!IsHoldfast(r.name(a))), boolInt(!IsHoldfast(r.name(b))))
-	})
-	return out
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
+	var out []T
+	for _, holdfast := range []bool{true, false} {
+		for _, l := range r.list {
+			if IsHoldfast(r.name(l)) == holdfast {
+				out = append(out, l)
+			}
+		}
 	}
-	return 0
+	return out
 }
 
 // ByName finds a registered implementation.
