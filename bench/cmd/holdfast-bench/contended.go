@@ -83,12 +83,10 @@ type runStats struct {
 	WindowSecs        float64        `json:"windowSeconds"`
 }
 
-var runSeq int
-
 // runContended runs one library in one case in worker processes and
 // returns the statistics of the measured window.
 func runContended(ctx context.Context, srv *redisserver.Server, lib libs.Library, c contendedCase, o options) (*runStats, error) {
-	out, err := runWorkers(ctx, srv, lib, c, modeShared, o)
+	out, err := runWorkers(ctx, srv, lib, c, harness.ModeShared, o)
 	if err != nil {
 		return nil, err
 	}
@@ -98,10 +96,9 @@ func runContended(ctx context.Context, srv *redisserver.Server, lib libs.Library
 // runWorkers runs c.Procs worker processes of c.Goroutines goroutines each,
 // looping on locks of lib as mode says, and collects their results.
 func runWorkers(ctx context.Context, srv *redisserver.Server, lib libs.Library, c contendedCase, mode string, o options) (*harness.Outcome, error) {
-	runSeq++
-	return harness.Execute(ctx, harness.Run{Env: workerEnv, Procs: c.Procs, Config: harness.Config{
-		Lib: lib.Name, Addr: srv.Addr, Key: fmt.Sprintf("bench:%s:%d", lib.Name, runSeq), Goroutines: c.Goroutines, Hold: c.CS,
-		Warmup: o.warmup, Duration: o.duration, Timeout: o.lockTimeout, Mode: mode,
+	return harness.Execute(ctx, harness.Run{Procs: c.Procs, Config: harness.Config{
+		Lib: lib.Name, Addr: srv.Addr, Key: harness.Key("bench", lib.Name), Goroutines: c.Goroutines, Hold: c.CS,
+		Warmup: o.Warmup, Duration: o.Duration, Timeout: o.Timeout, Mode: mode,
 	}})
 }
 
@@ -114,7 +111,7 @@ func sameCall(a, b harness.ProcCall) bool {
 // in the worker processes on one host, so all processes share one time line.
 func analyze(lib string, c contendedCase, out *harness.Outcome) *runStats {
 	rs := &runStats{Lib: lib, Case: c, Errors: map[string]int{}}
-	rs.WindowSecs = float64(out.WE-out.WS) / 1e9
+	rs.WindowSecs = out.Seconds()
 	out.AddErrors(rs.Errors)
 	rs.Acq, rs.PerG = out.Acquisitions()
 	calls := out.Calls()
@@ -127,17 +124,9 @@ func analyze(lib string, c contendedCase, out *harness.Outcome) *runStats {
 	slices.SortFunc(acqs, func(a, b harness.ProcCall) int { return cmp.Compare(a.T1(), b.T1()) })
 	rs.Wait = waiterWaits(rs, out, acqs)
 	rs.handoffs(out, acqs, harness.NewTimeline(calls))
-	for _, n := range rs.PerG {
-		if n == 0 {
-			rs.Starved++
-		}
-	}
+	rs.Starved = stats.Starved(rs.PerG)
 	rs.AcqPerSec = float64(rs.Acq) / rs.WindowSecs
-	if rs.Acq > 0 {
-		rs.RTPerAcq = float64(out.RoundTrips()) / float64(rs.Acq)
-		rs.CmdPerAcq = float64(out.Commands) / float64(rs.Acq)
-		rs.ScrPerAcq = float64(out.Scripts) / float64(rs.Acq)
-	}
+	rs.RTPerAcq, rs.CmdPerAcq, rs.ScrPerAcq = harness.PerAcq(rs.Acq, out.RoundTrips(), out.Commands, out.Scripts)
 	return rs
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,58 +46,25 @@ func (r *results) kindTargets() []target {
 	return ts
 }
 
-// kindCol is one column of the kinds section's contended tables.
-type kindCol struct {
-	head string
-	cell func(*runStats) string
-	// value, if set, is divided in the ratio row.
-	value func(*runStats) (float64, bool)
-}
-
-func kindCols(waitP50, r2w bool, extra ...kindCol) []kindCol {
-	num := func(head, format string, f func(*runStats) (float64, bool)) kindCol {
-		return kindCol{head: head, value: f, cell: func(rs *runStats) string {
-			if v, ok := f(rs); ok {
-				return fmt.Sprintf(format, v)
-			}
-			return "—"
-		}}
+// kindCols returns the columns of the contended tables (those of a case
+// of several processes) with the heads given, in that order.
+func kindCols(heads ...string) []metricCol {
+	all := contendedCols(contendedCase{Procs: 4})
+	out := make([]metricCol, len(heads))
+	for i, h := range heads {
+		out[i] = all[slices.IndexFunc(all, func(c metricCol) bool { return c.head == h })]
 	}
-	dur := func(head string, f func(*runStats) (time.Duration, bool)) kindCol {
-		v := func(rs *runStats) (float64, bool) { d, ok := f(rs); return float64(d), ok }
-		return kindCol{head: head, value: v, cell: func(rs *runStats) string {
-			if d, ok := f(rs); ok {
-				return report.Duration(d)
-			}
-			return "—"
-		}}
-	}
-	cols := []kindCol{num("acq/s", "%.0f", func(rs *runStats) (float64, bool) { return rs.AcqPerSec, true })}
-	if waitP50 {
-		cols = append(cols, dur("waiter wait p50", func(rs *runStats) (time.Duration, bool) { return rs.Wait.P(0.5), rs.Wait.N() > 0 }))
-	}
-	cols = append(cols, dur("waiter wait p99", func(rs *runStats) (time.Duration, bool) { return rs.Wait.P(0.99), rs.Wait.N() > 0 }))
-	if r2w {
-		cols = append(cols, dur("release → waiter p99", func(rs *runStats) (time.Duration, bool) {
-			return rs.ReleaseToWaiter.P(0.99), rs.ReleaseToWaiter.N() > 0
-		}))
-	}
-	cols = append(cols, kindCol{head: "acq / goroutine max / min (max ÷ min)", cell: func(rs *runStats) string {
-		maxG, minG := rs.spread()
-		return fmt.Sprintf("%d / %d (%s)", maxG, minG, report.Spread(stats.SpreadRatio(rs.PerG)))
-	}})
-	return append(cols, extra...)
+	return out
 }
 
 // kindTable renders, per case, a row for lib and for holdfast's Mutex and a
 // row with lib ÷ Mutex of every column that has a value.
-func kindTable(b *strings.Builder, r *results, lib string, cases []contendedCase, cols []kindCol) {
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
-	p("| case | lock |")
+func kindTable(b *report.MD, r *results, lib string, cases []contendedCase, cols []metricCol) {
+	b.P("| case | lock |")
 	for _, c := range cols {
-		p(" %s |", c.head)
+		b.P(" %s |", c.head)
 	}
-	p("\n|---|---|%s\n", strings.Repeat("---|", len(cols)))
+	b.P("\n|---|---|%s\n", strings.Repeat("---|", len(cols)))
 	for _, c := range cases {
 		k, m := r.run(lib, c), r.run(libs.Holdfast, c)
 		for _, row := range []struct {
@@ -104,33 +72,33 @@ func kindTable(b *strings.Builder, r *results, lib string, cases []contendedCase
 			rs   *runStats
 		}{{lib, k}, {libs.Holdfast + " (Mutex)", m}} {
 			if row.rs == nil {
-				p("| %s | %s | run failed: %s |\n", c, row.name, runErr(r, strings.TrimSuffix(row.name, " (Mutex)"), c))
+				b.P("| %s | %s | run failed: %s |\n", c, row.name, runErr(r, strings.TrimSuffix(row.name, " (Mutex)"), c))
 				continue
 			}
-			p("| %s | %s |", c, row.name)
+			b.P("| %s | %s |", c, row.name)
 			for _, col := range cols {
-				p(" %s |", col.cell(row.rs))
+				b.P(" %s |", col.cell(row.rs))
 			}
-			p("\n")
+			b.P("\n")
 		}
 		if k == nil || m == nil {
 			continue
 		}
-		p("| %s | **%s ÷ Mutex** |", c, lib)
+		b.P("| %s | **%s ÷ Mutex** |", c, lib)
 		for _, col := range cols {
 			if col.value == nil {
-				p(" |")
+				b.P(" |")
 				continue
 			}
 			kv, ok1 := col.value(k)
 			mv, ok2 := col.value(m)
 			if !ok1 || !ok2 || kv <= 0 || mv <= 0 {
-				p(" — |")
+				b.P(" — |")
 				continue
 			}
-			p(" %s |", report.Ratio(kv/mv))
+			b.P(" %s |", report.Ratio(kv/mv))
 		}
-		p("\n")
+		b.P("\n")
 	}
 }
 
@@ -149,26 +117,23 @@ func (r *results) ratioOf(lib string, c contendedCase, f func(*runStats) (time.D
 }
 
 // renderKinds writes the section on the fair, read/write and spin locks.
-func renderKinds(b *strings.Builder, r *results) {
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
-	p("\n## Fair, read/write and spin locks\n\n")
+func renderKinds(b *report.MD, r *results) {
+	b.P("\n## Fair, read/write and spin locks\n\n")
 	if !r.hasHoldfast() {
-		p("holdfast was not part of this run.\n")
+		b.P("holdfast was not part of this run.\n")
 		return
 	}
-	p("Measurements of holdfast's other lock kinds, all from this run (terms as in *Definitions* below). " +
+	b.P("Measurements of holdfast's other lock kinds, all from this run (terms as in *Definitions* below). " +
 		"Each kind is set against holdfast's `Mutex` in the same case of the same run, never against another run.\n")
 
 	// Fair lock.
-	p("\n### FairMutex: acquisitions per goroutine and waiter wait\n\n")
-	p("`holdfast-fair` (`Client.NewFairMutex(name)`) and `holdfast` (`Client.NewMutex(name)`) in the contended cases with 32 goroutines " +
+	b.P("\n### FairMutex: acquisitions per goroutine and waiter wait\n\n")
+	b.P("`holdfast-fair` (`Client.NewFairMutex(name)`) and `holdfast` (`Client.NewMutex(name)`) in the contended cases with 32 goroutines " +
 		"and a 1 ms critical section, in one process (1 × 32) and over 4 processes (4 × 8). Each goroutine counts its acquisitions " +
 		"whose `Lock` returned in the measured window; *max ÷ min* is the most over the fewest (∞ when a goroutine had none).\n\n")
 	waitP99 := func(rs *runStats) (time.Duration, bool) { return rs.Wait.P(0.99), rs.Wait.N() > 0 }
-	kindTable(b, r, libs.HoldfastFair, fairCases, kindCols(true, false,
-		kindCol{head: "starved", cell: func(rs *runStats) string { return fmt.Sprint(rs.Starved) }},
-		kindCol{head: "failed / pending Lock calls", cell: func(rs *runStats) string { return fmt.Sprintf("%d / %d", rs.Failed, rs.Pending) }},
-	))
+	kindTable(b, r, libs.HoldfastFair, fairCases, kindCols("acq/s", "waiter wait p50", "waiter wait p99",
+		"acq / goroutine max / min (max ÷ min)", "starved", "failed / pending Lock calls"))
 	var met, measured []string
 	allMet := true
 	for i, t := range r.kindTargets() {
@@ -183,9 +148,9 @@ func renderKinds(b *strings.Builder, r *results) {
 	case !allMet:
 		verdict = "**not met**"
 	}
-	p("\n**Target**: holdfast-fair's acquisitions per goroutine max ÷ min ≤ %.1f at 1 × 32, 1 ms and at 4 × 8, 1 ms. "+
+	b.P("\n**Target**: holdfast-fair's acquisitions per goroutine max ÷ min ≤ %.1f at 1 × 32, 1 ms and at 4 × 8, 1 ms. "+
 		"Measured: %s. Target %s.\n", fairSpreadLimit, strings.Join(measured, "; "), verdict)
-	p("\nWaiter wait p99, holdfast-fair ÷ holdfast (Mutex) in the same case: %s at %s; %s at %s. "+
+	b.P("\nWaiter wait p99, holdfast-fair ÷ holdfast (Mutex) in the same case: %s at %s; %s at %s. "+
 		"The issue asks for this comparison and sets no limit on it.\n",
 		r.ratioOf(libs.HoldfastFair, fairCases[0], waitP99), fairCases[0], r.ratioOf(libs.HoldfastFair, fairCases[1], waitP99), fairCases[1])
 
@@ -193,23 +158,18 @@ func renderKinds(b *strings.Builder, r *results) {
 	renderReadLock(b, r)
 
 	// Spin lock.
-	p("\n### SpinMutex against Mutex at 4 × 4\n\n")
-	p("`holdfast-spin` (`Client.NewSpinMutex(name)`, default back-off) and `holdfast` (`Client.NewMutex(name)`) at 4 processes × 4 goroutines, " +
+	b.P("\n### SpinMutex against Mutex at 4 × 4\n\n")
+	b.P("`holdfast-spin` (`Client.NewSpinMutex(name)`, default back-off) and `holdfast` (`Client.NewMutex(name)`) at 4 processes × 4 goroutines, " +
 		"with a 1 ms and with no critical section.\n\n")
-	f2 := func(v float64) string { return fmt.Sprintf("%.2f", v) }
-	kindTable(b, r, libs.HoldfastSpin, spinCases, kindCols(true, true,
-		kindCol{head: "round trips / acq", cell: func(rs *runStats) string { return f2(rs.RTPerAcq) },
-			value: func(rs *runStats) (float64, bool) { return rs.RTPerAcq, rs.Acq > 0 }},
-		kindCol{head: "server cmds / acq", cell: func(rs *runStats) string { return f2(rs.CmdPerAcq) },
-			value: func(rs *runStats) (float64, bool) { return rs.CmdPerAcq, rs.Acq > 0 }},
-	))
+	kindTable(b, r, libs.HoldfastSpin, spinCases, kindCols("acq/s", "waiter wait p50", "waiter wait p99", "release → waiter p99",
+		"acq / goroutine max / min (max ÷ min)", "round trips / acq", "server cmds / acq"))
 	acq := func(rs *runStats) (float64, bool) { return rs.AcqPerSec, rs.Acq > 0 }
 	var parts []string
 	for _, c := range spinCases {
 		parts = append(parts, fmt.Sprintf("at %s acq/s %s, waiter wait p99 %s", c,
 			r.rateRatio(libs.HoldfastSpin, c, acq), r.ratioOf(libs.HoldfastSpin, c, waitP99)))
 	}
-	p("\nholdfast-spin ÷ holdfast (Mutex): %s. The issue asks for this comparison and sets no limit on it.\n", strings.Join(parts, "; "))
+	b.P("\nholdfast-spin ÷ holdfast (Mutex): %s. The issue asks for this comparison and sets no limit on it.\n", strings.Join(parts, "; "))
 }
 
 // rateRatio returns f(lib) ÷ f(Mutex) in case c for a rate, as
@@ -228,31 +188,30 @@ func (r *results) rateRatio(lib string, c contendedCase, f func(*runStats) (floa
 }
 
 // renderReadLock writes the read-lock throughput table.
-func renderReadLock(b *strings.Builder, r *results) {
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
-	p("\n### RWMutex: read-lock throughput\n\n")
+func renderReadLock(b *report.MD, r *results) {
+	b.P("\n### RWMutex: read-lock throughput\n\n")
 	if len(r.ReadLock) == 0 {
-		p("Not run (`-readlock=false`).\n")
+		b.P("Not run (`-readlock=false`).\n")
 		return
 	}
-	win := r.Duration / readLockRounds
-	p("Three rows, each run %d times in a worker process of its own (one `rlock.Client` shared by the row's goroutines), the rows in turn, "+
+	win := r.Opts.Duration / readLockRounds
+	b.P("Three rows, each run %d times in a worker process of its own (one `rlock.Client` shared by the row's goroutines), the rows in turn, "+
 		"each run with a %s warm-up and a %s measured window. The goroutines loop `Lock` then `Lease.Unlock`, with no critical section, "+
-		"every `Lock` a fresh owner (plain ctx):\n\n", readLockRounds, r.Warmup, win)
-	p("- **%s**: `Client.NewRWMutex(name).ReadLock()`, the same name for all 8: the read holds are shared, so the goroutines never wait for each other's holds.\n", tpRead8)
-	p("- **%s**: `Client.NewMutex(name)`: the uncontended Lock+Unlock cycle, back to back.\n", tpMutex1)
-	p("- **%s**: `Client.NewMutex(name)`, each goroutine on a name of its own: 8 uncontended cycles in parallel, the Mutex counterpart of the first row.\n\n", tpMutex8x8)
-	p("*acq/s*: acquisitions whose `Lock` returned in the windows ÷ their total length (%s); *cycle*: `Lock` call → `Unlock` return of those acquisitions; "+
+		"every `Lock` a fresh owner (plain ctx):\n\n", readLockRounds, r.Opts.Warmup, win)
+	b.P("- **%s**: `Client.NewRWMutex(name).ReadLock()`, the same name for all 8: the read holds are shared, so the goroutines never wait for each other's holds.\n", tpRead8)
+	b.P("- **%s**: `Client.NewMutex(name)`: the uncontended Lock+Unlock cycle, back to back.\n", tpMutex1)
+	b.P("- **%s**: `Client.NewMutex(name)`, each goroutine on a name of its own: 8 uncontended cycles in parallel, the Mutex counterpart of the first row.\n\n", tpMutex8x8)
+	b.P("*acq/s*: acquisitions whose `Lock` returned in the windows ÷ their total length (%s); *cycle*: `Lock` call → `Unlock` return of those acquisitions; "+
 		"round trips, server commands and scripts per acquisition as in the contended tables.\n\n", time.Duration(readLockRounds)*win)
-	p("| row | acq/s | cycle p50 | cycle p99 | acq / goroutine max / min (max ÷ min) | round trips / acq | server cmds / acq | scripts / acq | failed Lock calls |\n")
-	p("|---|---|---|---|---|---|---|---|---|\n")
+	b.P("| row | acq/s | cycle p50 | cycle p99 | acq / goroutine max / min (max ÷ min) | round trips / acq | server cmds / acq | scripts / acq | failed Lock calls |\n")
+	b.P("|---|---|---|---|---|---|---|---|---|\n")
 	for _, ts := range r.ReadLock {
 		if ts.Err != "" {
-			p("| %s | run failed: %s |\n", ts.Case.Name, report.Cell(ts.Err))
+			b.P("| %s | run failed: %s |\n", ts.Case.Name, report.Cell(ts.Err))
 			continue
 		}
 		maxG, minG := stats.Spread(ts.PerG)
-		p("| %s | %.0f | %s | %s | %d / %d (%s) | %.2f | %.2f | %.2f | %d |\n", ts.Case.Name, ts.AcqPerSec,
+		b.P("| %s | %.0f | %s | %s | %d / %d (%s) | %.2f | %.2f | %.2f | %d |\n", ts.Case.Name, ts.AcqPerSec,
 			report.Duration(ts.Cycle.P(0.5)), report.Duration(ts.Cycle.P(0.99)), maxG, minG, report.Spread(stats.SpreadRatio(ts.PerG)),
 			ts.RTPerAcq, ts.CmdPerAcq, ts.ScrPerAcq, ts.Failed)
 	}
@@ -263,7 +222,7 @@ func renderReadLock(b *strings.Builder, r *results) {
 		}
 	}
 	if len(errs) > 0 {
-		p("\nErrors: %s\n", strings.Join(errs, "; "))
+		b.P("\nErrors: %s\n", strings.Join(errs, "; "))
 	}
 	rd, m1, m8 := r.throughput(tpRead8), r.throughput(tpMutex1), r.throughput(tpMutex8x8)
 	ratio := func(a, b *throughputStats) string {
@@ -272,11 +231,11 @@ func renderReadLock(b *strings.Builder, r *results) {
 		}
 		return fmt.Sprintf("%s (%.0f ÷ %.0f acq/s)", report.Ratio(a.AcqPerSec/b.AcqPerSec), a.AcqPerSec, b.AcqPerSec)
 	}
-	p("\nRead-lock acquisitions per second with 8 readers on one RWMutex ÷ Mutex cycles per second of 1 goroutine: %s; "+
+	b.P("\nRead-lock acquisitions per second with 8 readers on one RWMutex ÷ Mutex cycles per second of 1 goroutine: %s; "+
 		"÷ Mutex cycles per second of 8 goroutines on 8 names: %s.", ratio(rd, m1), ratio(rd, m8))
 	if h := r.uncontended(libs.Holdfast); h != nil && h.Lat.P(0.5) > 0 {
-		p(" For reference, 1 ÷ the uncontended cycle p50 of the table below (one goroutine in the coordinating process, interleaved with the other rows) is %.0f /s.",
+		b.P(" For reference, 1 ÷ the uncontended cycle p50 of the table below (one goroutine in the coordinating process, interleaved with the other rows) is %.0f /s.",
 			float64(time.Second)/float64(h.Lat.P(0.5)))
 	}
-	p(" The issue asks for this comparison and sets no limit on it.\n")
+	b.P(" The issue asks for this comparison and sets no limit on it.\n")
 }

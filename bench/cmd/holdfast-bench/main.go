@@ -26,114 +26,58 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/holdfast-go/holdfast/bench/internal/cli"
 	"github.com/holdfast-go/holdfast/bench/internal/harness"
 	"github.com/holdfast-go/holdfast/bench/internal/libs"
+	"github.com/holdfast-go/holdfast/bench/internal/plotting"
 	"github.com/holdfast-go/holdfast/bench/internal/redisserver"
 	"github.com/holdfast-go/holdfast/bench/internal/report"
 )
 
 type options struct {
-	out         string
-	quick       bool
-	duration    time.Duration
-	warmup      time.Duration
-	lockTimeout time.Duration
-	redisBin    string
-	libNames    string
-	rounds      int
-	cycles      int
-	jsonOut     string
-	contended   bool
-	cases       string
-	readLock    bool
+	cli.Flags
+	contended bool
+	cases     string
+	readLock  bool
 }
 
 func main() {
-	log.SetFlags(0)
-	log.SetPrefix("holdfast-bench: ")
-	if harness.ServeWorker(workerEnv, runWorker) {
-		return
-	}
-
 	var o options
-	flag.StringVar(&o.out, "out", "out", "directory for performance.md and img/*.png (make bench-docs passes ../docs)")
-	flag.BoolVar(&o.quick, "quick", false, "short run: 1 s windows, fewer uncontended cycles")
-	flag.DurationVar(&o.duration, "duration", 0, "measured window of each contended run (default 3s, -quick 1s)")
-	flag.DurationVar(&o.warmup, "warmup", 0, "unmeasured start of each contended run (default 500ms, -quick 300ms)")
-	flag.DurationVar(&o.lockTimeout, "lock-timeout", 5*time.Second, "deadline of each Lock call")
-	flag.StringVar(&o.redisBin, "redis-server", "", "redis-server binary (default: from PATH, else /usr/bin/redis-server)")
-	flag.StringVar(&o.libNames, "libs", "", "comma-separated libraries to run (default all): "+strings.Join(catalog().Names(libs.All()), ","))
-	flag.IntVar(&o.rounds, "rounds", 0, "uncontended rounds (default 10, -quick 3)")
-	flag.IntVar(&o.cycles, "cycles", 0, "uncontended cycles per library per round (default 400, -quick 200)")
-	flag.StringVar(&o.jsonOut, "json", "", "also write the summarised results as JSON to this file")
+	o.Setup("holdfast-bench", "performance.md and img/*.png (make bench-docs passes ../docs)", "1 s windows, fewer uncontended cycles",
+		"summarised results", harness.ServeLocks)
+	o.Contended("run", cli.Deadline{Flag: "lock-timeout", Call: "Lock", Default: 5 * time.Second},
+		"libraries to run (default all)", cli.Libraries(libs.All()).AllNames())
+	o.Uncontended("rounds", "library per round", 400, 200)
 	flag.BoolVar(&o.contended, "contended", true, "run the contended cases (false: PING and uncontended only)")
 	flag.BoolVar(&o.readLock, "readlock", true, "run the read-lock throughput rows (needs the holdfast library selected)")
 	flag.StringVar(&o.cases, "cases", "", "comma-separated contended cases to run, e.g. 4x4-1ms,1x32-0ms (default all)")
-	flag.Parse()
-	setDefaults(&o)
-
-	if err := run(o); err != nil {
-		log.Fatal(err)
-	}
+	o.Run(func(ctx context.Context) error { return run(ctx, o) })
 }
-
-func setDefaults(o *options) {
-	cli.Default(&o.duration, 3*time.Second, time.Second, o.quick)
-	cli.Default(&o.warmup, 500*time.Millisecond, 300*time.Millisecond, o.quick)
-	cli.Default(&o.rounds, 10, 3, o.quick)
-	cli.Default(&o.cycles, 400, 200, o.quick)
-	o.redisBin = cli.RedisServer(o.redisBin)
-}
-
-// catalog is the libraries this command can run.
-func catalog() cli.Catalog[libs.Library] {
-	return cli.Catalog[libs.Library]{All: libs.All(), Name: func(l libs.Library) string { return l.Name }, One: "library", Many: "libraries"}
-}
-
-// libRow is a library's row in the report's table of libraries.
-func libRow(l libs.Library) (name, version, settings string) { return l.Name, l.Version(), l.Settings }
 
 // hasLib reports whether ls holds the library called name.
 func hasLib(ls []libs.Library, name string) bool {
 	return slices.ContainsFunc(ls, func(l libs.Library) bool { return l.Name == name })
 }
 
-func run(o options) error {
-	started := time.Now()
-	ctx := context.Background()
-	selected, srv, err := cli.Start(ctx, o.redisBin, o.libNames, catalog())
+func run(ctx context.Context, o options) error {
+	selected, srv, err := cli.Start(&o.Flags, cli.Libraries(libs.All()))
 	if err != nil {
 		return err
 	}
 	defer srv.Stop()
+	res := &results{Started: srv.Started, Env: srv.Env, Libs: selected, Opts: o}
 
-	res := &results{
-		Started:     started.UTC(),
-		Env:         report.Machine(srv.Version(), o.redisBin),
-		Libs:        selected,
-		Duration:    o.duration,
-		Warmup:      o.warmup,
-		LockTimeout: o.lockTimeout,
-		Rounds:      o.rounds,
-		Cycles:      o.cycles,
-		Quick:       o.quick,
-	}
-
-	log.Printf("uncontended: %d rounds × %d cycles per library", o.rounds, o.cycles)
-	if res.Uncontended, err = runUncontended(ctx, srv, selected, o.rounds, o.cycles); err != nil {
+	log.Printf("uncontended: %d rounds × %d cycles per library", o.Rounds, o.Cycles)
+	if res.Uncontended, err = runUncontended(ctx, srv.Server, selected, o.Rounds, o.Cycles); err != nil {
 		return fmt.Errorf("uncontended: %w", err)
 	}
 
 	if o.readLock && hasLib(selected, libs.Holdfast) {
-		log.Printf("read lock: %d rounds of %d rows, %s windows", readLockRounds, len(throughputCases()), o.duration/readLockRounds)
-		res.ReadLock = runReadLock(ctx, srv, o)
+		log.Printf("read lock: %d rounds of %d rows, %s windows", readLockRounds, len(throughputCases()), o.Duration/readLockRounds)
+		res.ReadLock = runReadLock(ctx, srv.Server, o)
 	}
 
 	cases, err := selectCases(o.cases)
@@ -141,56 +85,44 @@ func run(o options) error {
 		return err
 	}
 	if o.contended {
-		res.Contended = runCases(ctx, srv, selected, cases, o)
+		res.Contended = harness.Matrix(cases, selected, func(c contendedCase, lib libs.Library) *runStats {
+			return runCase(ctx, srv.Server, lib, c, o)
+		})
 	}
-	res.Elapsed = time.Since(started)
-	return writeReport(res, o, started)
+	res.Elapsed = srv.Elapsed()
+	return writeReport(res, o.Output())
 }
 
-// runCases runs every case with every library, each case starting with
-// another library, and returns the statistics (a failed run's carries its
-// error).
-func runCases(ctx context.Context, srv *redisserver.Server, selected []libs.Library, cases []contendedCase, o options) []*runStats {
-	var out []*runStats
-	for ci, c := range cases {
-		for _, lib := range harness.Rotate(selected, ci) {
-			t0 := time.Now()
-			rs, err := runContended(ctx, srv, lib, c, o)
-			if err != nil {
-				log.Printf("%s %s: %v", c, lib.Name, err)
-				rs = &runStats{Lib: lib.Name, Case: c, Err: err.Error()}
-			} else {
-				log.Printf("%-10s %-22s %6.0f acq/s  wait p50 %-9s p99 %-9s starved %d  RT/acq %.2f  cmds/acq %.2f  (%.1fs)",
-					c, lib.Name, rs.AcqPerSec, report.Duration(rs.Wait.P(0.5)), report.Duration(rs.Wait.P(0.99)), rs.Starved,
-					rs.RTPerAcq, rs.CmdPerAcq, time.Since(t0).Seconds())
-			}
-			out = append(out, rs)
-		}
-	}
-	return out
-}
-
-// writeReport writes performance.md and its plots to o.out, and the JSON
-// summary if asked.
-func writeReport(res *results, o options, started time.Time) error {
-	if err := os.MkdirAll(filepath.Join(o.out, "img"), 0o755); err != nil {
-		return err
-	}
-	plots, err := writePlots(res, filepath.Join(o.out, "img"))
+// runCase runs lib in case c and returns the statistics (a failed run's
+// carries its error).
+func runCase(ctx context.Context, srv *redisserver.Server, lib libs.Library, c contendedCase, o options) *runStats {
+	t0 := time.Now()
+	rs, err := runContended(ctx, srv, lib, c, o)
 	if err != nil {
-		return fmt.Errorf("plots: %w", err)
+		log.Printf("%s %s: %v", c, lib.Name, err)
+		return &runStats{Lib: lib.Name, Case: c, Err: err.Error()}
 	}
-	md := renderMarkdown(res, plots)
-	if err := os.WriteFile(filepath.Join(o.out, "performance.md"), []byte(md), 0o644); err != nil {
+	log.Printf("%-10s %-22s %6.0f acq/s  wait p50 %-9s p99 %-9s starved %d  RT/acq %.2f  cmds/acq %.2f  (%.1fs)",
+		c, lib.Name, rs.AcqPerSec, report.Duration(rs.Wait.P(0.5)), report.Duration(rs.Wait.P(0.99)), rs.Starved,
+		rs.RTPerAcq, rs.CmdPerAcq, time.Since(t0).Seconds())
+	return rs
+}
+
+// writeReport writes performance.md and its plots, and the JSON summary if
+// asked.
+func writeReport(res *results, out report.Output) error {
+	plots, err := report.Plots(out, func(dir string) ([]plotting.Ref, error) { return writePlots(res, dir) })
+	if err != nil {
 		return err
 	}
-	if o.jsonOut != "" {
-		if err := cli.WriteJSON(o.jsonOut, res.summary()); err != nil {
-			return err
-		}
+	path, err := out.Write("performance.md", renderMarkdown(res, plots))
+	if err != nil {
+		return err
 	}
-	log.Printf("wrote %s and %d plots in %s (%.0f s)", filepath.Join(o.out, "performance.md"), len(plots),
-		filepath.Join(o.out, "img"), time.Since(started).Seconds())
+	if err := out.WriteJSON(res.summary()); err != nil {
+		return err
+	}
+	out.Wrote(path, len(plots), res.Elapsed)
 	return nil
 }
 

@@ -9,19 +9,13 @@ import (
 	"github.com/holdfast-go/holdfast/bench/internal/stats"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 )
-
-// plotRef is a written plot.
-type plotRef struct{ File, Title string }
 
 // minPlotMS is the floor of log-scale plots (values below are drawn there).
 const minPlotMS = 0.01
 
-func writePlots(r *results, dir string) ([]plotRef, error) {
-	var refs []plotRef
+func writePlots(r *results, dir string) ([]plotting.Ref, error) {
+	var refs []plotting.Ref
 	for _, c := range []contendedCase{{4, 4, time.Millisecond}, {1, 32, time.Millisecond}, {4, 8, time.Millisecond}, {4, 4, 0}} {
 		file := fmt.Sprintf("wait-cdf-%dx%d-%dms.png", c.Procs, c.Goroutines, c.CS.Milliseconds())
 		title := fmt.Sprintf("Waiter wait distribution, %d × %d goroutines, %d ms critical section", c.Procs, c.Goroutines, c.CS.Milliseconds())
@@ -30,7 +24,7 @@ func writePlots(r *results, dir string) ([]plotRef, error) {
 			return nil, err
 		}
 		if ok {
-			refs = append(refs, plotRef{file, title})
+			refs = append(refs, plotting.Ref{File: file, Title: title})
 		}
 	}
 	for _, m := range []struct {
@@ -48,35 +42,17 @@ func writePlots(r *results, dir string) ([]plotRef, error) {
 				return nil, err
 			}
 			if ok {
-				refs = append(refs, plotRef{file, title})
+				refs = append(refs, plotting.Ref{File: file, Title: title})
 			}
 		}
 	}
 	return refs, nil
 }
 
-func newPlot(title, x, y string) *plot.Plot {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = x
-	p.Y.Label.Text = y
-	p.Add(plotter.NewGrid())
-	return p
-}
-
-func style(l *plotter.Line, i int, dashed bool) {
-	l.Color = plotutil.Color(i)
-	l.Width = vg.Points(1.6)
-	if dashed {
-		l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
-	}
-}
-
 func waitCDF(r *results, c contendedCase, title, file string) (bool, error) {
-	p := newPlot(title, "waiter wait (ms, log scale; ≤ 0.01 ms drawn at 0.01)", "fraction of waiting Lock calls ≤ x")
-	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.Y.Min, p.Y.Max = 0, 1
+	p := plotting.New(plotting.Axes{Title: title, X: "waiter wait (ms, log scale; ≤ 0.01 ms drawn at 0.01)",
+		Y: "fraction of waiting Lock calls ≤ x", LogX: true})
+	p.Y.Max = 1
 	drawn := false
 	for i, l := range r.Libs {
 		rs := r.run(l.Name, c)
@@ -95,7 +71,7 @@ func waitCDF(r *results, c contendedCase, title, file string) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		style(line, i, false)
+		plotting.Style(line, nil, i, false)
 		p.Add(line)
 		p.Legend.Add(l.Name, line)
 		drawn = true
@@ -107,12 +83,9 @@ func waitCDF(r *results, c contendedCase, title, file string) (bool, error) {
 }
 
 func latencyPlot(r *results, cs time.Duration, dist func(*runStats) stats.Dist, title, file string) (bool, error) {
-	p := newPlot(title, "goroutines (log scale; 4×4 = 4 processes × 4 goroutines, the others in one process)",
-		"latency (ms, log scale; ≤ 0.01 ms drawn at 0.01)")
-	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.ConstantTicks([]plot.Tick{{Value: 2, Label: "1×2"}, {Value: 8, Label: "1×8"}, {Value: 16, Label: "4×4"}, {Value: 32, Label: "1×32"}})
-	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p := plotting.New(plotting.Axes{Title: title, X: "goroutines (log scale; 4×4 = 4 processes × 4 goroutines, the others in one process)",
+		Y: "latency (ms, log scale; ≤ 0.01 ms drawn at 0.01)", LogX: true, LogY: true,
+		XTicks: []plot.Tick{{Value: 2, Label: "1×2"}, {Value: 8, Label: "1×8"}, {Value: 16, Label: "4×4"}, {Value: 32, Label: "1×32"}}})
 	drawn := false
 	cases := []contendedCase{{1, 2, cs}, {1, 8, cs}, {4, 4, cs}, {1, 32, cs}}
 	for i, l := range r.Libs {
@@ -132,9 +105,7 @@ func latencyPlot(r *results, cs time.Duration, dist func(*runStats) stats.Dist, 
 			if err != nil {
 				return false, err
 			}
-			style(line, i, q > 0.5)
-			scatter.Color = plotutil.Color(i)
-			scatter.Shape = draw.CircleGlyph{}
+			plotting.Style(line, scatter, i, q > 0.5)
 			p.Add(line, scatter)
 			p.Legend.Add(fmt.Sprintf("%s p%.0f", l.Name, q*100), line)
 			drawn = true

@@ -20,7 +20,7 @@ const readLockRounds = 2
 // one worker process looping Lock, Unlock with no critical section.
 type throughputCase struct {
 	Name       string `json:"name"`
-	Mode       string `json:"mode"` // modeRead, modeShared or modeDistinct
+	Mode       string `json:"mode"` // harness.ModeRead, harness.ModeShared or harness.ModeDistinct
 	Goroutines int    `json:"goroutines"`
 }
 
@@ -35,9 +35,9 @@ const (
 // by 8 goroutines, and the Mutex cycles it is compared with.
 func throughputCases() []throughputCase {
 	return []throughputCase{
-		{Name: tpRead8, Mode: modeRead, Goroutines: 8},
-		{Name: tpMutex1, Mode: modeShared, Goroutines: 1},
-		{Name: tpMutex8x8, Mode: modeDistinct, Goroutines: 8},
+		{Name: tpRead8, Mode: harness.ModeRead, Goroutines: 8},
+		{Name: tpMutex1, Mode: harness.ModeShared, Goroutines: 1},
+		{Name: tpMutex8x8, Mode: harness.ModeDistinct, Goroutines: 8},
 	}
 }
 
@@ -71,7 +71,7 @@ func runReadLock(ctx context.Context, srv *redisserver.Server, o options) []*thr
 		return nil
 	}
 	ro := o
-	ro.duration = o.duration / readLockRounds
+	ro.Duration = o.Duration / readLockRounds
 	cases := throughputCases()
 	out := make([]*throughputStats, len(cases))
 	cycles := make([][]int64, len(cases))
@@ -93,7 +93,7 @@ func runReadLock(ctx context.Context, srv *redisserver.Server, o options) []*thr
 				continue
 			}
 			n := ts.add(out, &cycles[i])
-			log.Printf("read lock  %-40s %6.0f acq/s  (%.1fs)", tc.Name, float64(n)/(float64(out.WE-out.WS)/1e9),
+			log.Printf("read lock  %-40s %6.0f acq/s  (%.1fs)", tc.Name, float64(n)/out.Seconds(),
 				time.Since(t0).Seconds())
 		}
 	}
@@ -102,11 +102,7 @@ func runReadLock(ctx context.Context, srv *redisserver.Server, o options) []*thr
 		if ts.WindowSecs > 0 {
 			ts.AcqPerSec = float64(ts.Acq) / ts.WindowSecs
 		}
-		if ts.Acq > 0 {
-			ts.RTPerAcq = float64(ts.RT) / float64(ts.Acq)
-			ts.CmdPerAcq = float64(ts.Cmds) / float64(ts.Acq)
-			ts.ScrPerAcq = float64(ts.Scripts) / float64(ts.Acq)
-		}
+		ts.RTPerAcq, ts.CmdPerAcq, ts.ScrPerAcq = harness.PerAcq(ts.Acq, ts.RT, ts.Cmds, ts.Scripts)
 	}
 	return out
 }
@@ -114,7 +110,7 @@ func runReadLock(ctx context.Context, srv *redisserver.Server, o options) []*thr
 // add sums one run into ts, appends its cycle times to cycles and returns
 // the run's acquisitions.
 func (ts *throughputStats) add(out *harness.Outcome, cycles *[]int64) int {
-	ts.WindowSecs += float64(out.WE-out.WS) / 1e9
+	ts.WindowSecs += out.Seconds()
 	ts.Cmds += out.Commands
 	ts.Scripts += out.Scripts
 	ts.RT += out.RoundTrips()

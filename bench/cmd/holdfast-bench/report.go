@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/bench/internal/libs"
+	"github.com/holdfast-go/holdfast/bench/internal/plotting"
 	"github.com/holdfast-go/holdfast/bench/internal/report"
 	"github.com/holdfast-go/holdfast/bench/internal/stats"
 )
@@ -16,12 +17,7 @@ type results struct {
 	Elapsed     time.Duration
 	Env         report.Facts
 	Libs        []libs.Library
-	Duration    time.Duration
-	Warmup      time.Duration
-	LockTimeout time.Duration
-	Rounds      int
-	Cycles      int
-	Quick       bool
+	Opts        options
 	Uncontended []*uncontendedStats
 	ReadLock    []*throughputStats
 	Contended   []*runStats
@@ -45,14 +41,7 @@ func (r *results) uncontended(name string) *uncontendedStats {
 	return nil
 }
 
-func (r *results) hasHoldfast() bool {
-	for _, l := range r.Libs {
-		if l.Name == libs.Holdfast {
-			return true
-		}
-	}
-	return false
-}
+func (r *results) hasHoldfast() bool { return hasLib(r.Libs, libs.Holdfast) }
 
 // peers returns the non-holdfast libraries.
 func (r *results) peers() []libs.Library {
@@ -173,117 +162,116 @@ func ratioCell(hv, pv float64, peer string) string {
 	return fmt.Sprintf("%s (%s)", report.Ratio(hv/pv), peer)
 }
 
-func renderMarkdown(r *results, plots []plotRef) string {
-	var b strings.Builder
-	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
-	b.WriteString(report.Header("Performance", "`bench/cmd/holdfast-bench` (`make bench-docs`)", r.Started, r.Elapsed, r.Quick))
-	p("The machine is small (2 cores) and shared: absolute numbers drift from run to run, so every target is a ratio " +
+func renderMarkdown(r *results, plots []plotting.Ref) string {
+	var b report.MD
+	b.WriteString(report.Header("Performance", "`bench/cmd/holdfast-bench` (`make bench-docs`)", r.Started, r.Elapsed, r.Opts.Quick))
+	b.P("The machine is small (2 cores) and shared: absolute numbers drift from run to run, so every target is a ratio " +
 		"measured in the same run, libraries interleaved (each case starts with another library).\n\n")
 
-	p("## Targets for holdfast's Mutex\n\n")
+	b.P("## Targets for holdfast's Mutex\n\n")
 	renderTargets(&b, r)
 	renderKinds(&b, r)
 
 	b.WriteString(r.Env.Table())
 
-	b.WriteString(report.Libraries("Libraries and settings", "library", r.Libs, libRow))
+	b.WriteString(report.Libraries("Libraries and settings", "library", r.Libs))
 
-	p("\n## Definitions\n\n")
-	p("- **PING**: one `PING` round trip on the same kind of client the library uses " +
+	b.P("\n## Definitions\n\n")
+	b.P("- **PING**: one `PING` round trip on the same kind of client the library uses " +
 		"(a go-redis client with default options; a rueidis client with `PipelineMultiplex: -1` as rueidislock forces). " +
 		"Every latency ratio divides by the PING p50 of the same run.\n")
-	p("- **Uncontended cycle**: one goroutine, `Lock` then `Unlock` on a lock nobody else uses, measured from the `Lock` call to the `Unlock` return; "+
+	b.P("- **Uncontended cycle**: one goroutine, `Lock` then `Unlock` on a lock nobody else uses, measured from the `Lock` call to the `Unlock` return; "+
 		"%d rounds × %d cycles per library (after an unmeasured warm-up of %d ops per item), interleaved with the PINGs and the other libraries "+
-		"in runs of 20 ops (every item in turn, in a rotating order), so that machine drift hits all alike.\n", r.Rounds, r.Cycles, min(r.Cycles, 50))
-	p("- **holdfast TryLock (free)**: a cycle like holdfast's, through `Mutex.TryLock(ctx)` (one attempt, fresh owner) on a free lock, then `Lease.Unlock`. " +
+		"in runs of 20 ops (every item in turn, in a rotating order), so that machine drift hits all alike.\n", r.Opts.Rounds, r.Opts.Cycles, min(r.Opts.Cycles, 50))
+	b.P("- **holdfast TryLock (free)**: a cycle like holdfast's, through `Mutex.TryLock(ctx)` (one attempt, fresh owner) on a free lock, then `Lease.Unlock`. " +
 		"**holdfast reentrant**: an owner (`ctx = rlock.WithOwner(…)`) takes its own lock once before the warm-up and holds it until the end; " +
 		"each op is one reentrant `TryLock(ctx)` of that owner (hold count 1 → 2, one round trip) and that lease's `Unlock` (2 → 1, one round trip). " +
 		"Both rows are timed interleaved with the others and counted like them.\n")
-	p("- **Counting batch**: after the timed rounds, for every row, N = %d ops of that row alone, back to back, untimed, "+
+	b.P("- **Counting batch**: after the timed rounds, for every row, N = %d ops of that row alone, back to back, untimed, "+
 		"in %d slices (the rows in turn, in a rotating order, so that a burst of load does not hit one row alone). "+
 		"Round trips, server commands, server µs, server CPU, client CPU, allocations and bytes per cycle are each the change of a counter "+
 		"between just before and just after each slice, summed over the slices, ÷ N. The probes (`INFO` on a separate connection, `ReadMemStats`) are read outside "+
-		"the process CPU and allocation window; `INFO` is not counted in server commands or server µs.\n", r.Cycles, countSlices)
-	p("- **server µs / cycle**: from `INFO commandstats`, the change of `usec` (time the server spent executing the command, " +
+		"the process CPU and allocation window; `INFO` is not counted in server commands or server µs.\n", r.Opts.Cycles, countSlices)
+	b.P("- **server µs / cycle**: from `INFO commandstats`, the change of `usec` (time the server spent executing the command, " +
 		"timed around its execution: not reading, parsing or answering the request) summed over the commands, `INFO` left out, ÷ N. " +
 		"A script's `usec` includes the commands it runs, which Redis also counts under their own names (checked on 7.0.15: an `EVAL` " +
 		"running 200 000 `SET`s adds 231 ms to `eval` and 52 ms to `set`). The first number counts each command a client sent once: " +
 		"every command's `usec` is weighted by the share of its calls that no script made, as seen on a `MONITOR` feed (script calls show " +
 		"as `[0 lua]`) during that row's warm-up (the feed is closed before anything is measured). " +
 		"In parentheses the plain sum over all commands, which counts the commands scripts run twice.\n")
-	p("- **server CPU µs / cycle**: the change of `used_cpu_user_main_thread` + `used_cpu_sys_main_thread` (`INFO cpu`: `getrusage` of "+
+	b.P("- **server CPU µs / cycle**: the change of `used_cpu_user_main_thread` + `used_cpu_sys_main_thread` (`INFO cpu`: `getrusage` of "+
 		"redis-server's main thread, which with the default `io-threads 1` reads, parses, runs and answers every command) ÷ N. Unlike server µs "+
 		"it includes the socket reads and writes per round trip; it also includes the server's periodic work (`serverCron`, 10 Hz) "+
 		"during the batch, and the tail and head of two `INFO cpu` probes per slice (read after and before the `INFO commandstats` ones; "+
-		"about 15 µs per slice, measured on empty slices: %.2f µs per cycle here).\n", 15*float64(countSlices)/float64(r.Cycles))
-	p("- **client CPU µs / cycle**: the benchmark process's CPU time (`getrusage(RUSAGE_SELF)`, user + system, all threads) " +
+		"about 15 µs per slice, measured on empty slices: %.2f µs per cycle here).\n", 15*float64(countSlices)/float64(r.Opts.Cycles))
+	b.P("- **client CPU µs / cycle**: the benchmark process's CPU time (`getrusage(RUSAGE_SELF)`, user + system, all threads) " +
 		"over the batch ÷ N. The batch runs one row alone, so this is that row's client cost (library, its Redis client, their " +
 		"background goroutines, the garbage collector) plus the harness's loop around the op (a function call and a counter), " +
 		"plus whatever the other, idle, clients of the process do meanwhile (timers), and the Go scheduler's spinning " +
 		"while it waits for a reply (so it can exceed the cycle's latency minus the server's share).\n")
-	p("- **allocs / cycle**, **bytes / cycle**: the change of `runtime.MemStats.Mallocs` / `TotalAlloc` over the batch ÷ N: " +
+	b.P("- **allocs / cycle**, **bytes / cycle**: the change of `runtime.MemStats.Mallocs` / `TotalAlloc` over the batch ÷ N: " +
 		"heap allocations (count, bytes) of the whole process, so those of that row alone plus any background goroutines'.\n")
-	p("- **Contended run**: P processes × G goroutines loop on one lock name: `Lock` (with a %s deadline), critical section "+
+	b.P("- **Contended run**: P processes × G goroutines loop on one lock name: `Lock` (with a %s deadline), critical section "+
 		"(`time.Sleep` of 0 or 1 ms; 0 means none), `Unlock`. Every contended case runs in worker processes (the binary re-executes itself), "+
 		"one `Instance` (client) per process shared by its goroutines. A run has a %s warm-up and a %s measured window; "+
-		"at the window's end waiting `Lock` calls are cancelled.\n", r.LockTimeout, r.Warmup, r.Duration)
-	p("- **Timestamps**: `CLOCK_MONOTONIC` read with `clock_gettime` (`golang.org/x/sys/unix`), comparable across processes.\n")
-	p("- **Failed / pending Lock calls**: calls that returned an error in the window (deadline or library error) / calls still waiting at its end.\n")
-	p("- **acq/s**: acquisitions whose `Lock` returned in the window ÷ window length.\n")
-	p("- **Hand-off latency**: previous holder's `Unlock` return → next holder's `Lock` return, for consecutive acquisitions " +
+		"at the window's end waiting `Lock` calls are cancelled.\n", r.Opts.Timeout, r.Opts.Warmup, r.Opts.Duration)
+	b.P("- **Timestamps**: `CLOCK_MONOTONIC` read with `clock_gettime` (`golang.org/x/sys/unix`), comparable across processes.\n")
+	b.P("- **Failed / pending Lock calls**: calls that returned an error in the window (deadline or library error) / calls still waiting at its end.\n")
+	b.P("- **acq/s**: acquisitions whose `Lock` returned in the window ÷ window length.\n")
+	b.P("- **Hand-off latency**: previous holder's `Unlock` return → next holder's `Lock` return, for consecutive acquisitions " +
 		"(ordered by `Lock` return) where the next holder is another goroutine whose `Lock` call began before that `Unlock` returned " +
 		"(a waiter, not a late arrival). *Cross-process*: the subset where the two goroutines are in different processes. " +
 		"It can be slightly negative when the next holder's reply is read before the releaser's.\n")
-	p("- **Waiter wait**: `Lock` call → `Lock` return, over the `Lock` calls that returned in the window or were still waiting at its end " +
+	b.P("- **Waiter wait**: `Lock` call → `Lock` return, over the `Lock` calls that returned in the window or were still waiting at its end " +
 		"(those count with their wait so far, from their call, which may lie in the warm-up: a goroutine starved for the whole run shows up " +
 		"in the tail), restricted to calls that could not acquire at once (*waiters*): the lock was held when the call began (between another " +
 		"holder's `Lock` return and `Unlock` return), or another acquisition returned between the call and its return, or the call did not " +
 		"acquire. *waiters / Lock calls* gives their share. The classification uses only the harness's timestamps, so it treats every library alike; " +
 		"a call that hits its deadline counts with its full wait.\n")
-	p("- **Release → waiter**: for every `Unlock` return while other goroutines had `Lock` calls waiting, the time until one of " +
+	b.P("- **Release → waiter**: for every `Unlock` return while other goroutines had `Lock` calls waiting, the time until one of " +
 		"*those* goroutines' `Lock` returns, however often the lock changed hands (or went back to the releaser) in between; " +
 		"censored at the window's end. Where nobody barges it equals the hand-off; with polling it shows the cost of the poll interval " +
 		"that the hand-off, taken over consecutive holders only, hides (a poller wins only when its poll falls just after a release).\n")
-	p("- **Re-acquired by releaser while others waited**: among acquisitions whose previous holder's `Unlock` returned while another " +
+	b.P("- **Re-acquired by releaser while others waited**: among acquisitions whose previous holder's `Unlock` returned while another " +
 		"goroutine had a `Lock` call waiting, the share that went back to that same releasing goroutine (barging).\n")
-	p("- **Acquisitions per goroutine max/min**, **starved**: per goroutine, acquisitions whose `Lock` returned in the window; " +
+	b.P("- **Acquisitions per goroutine max/min**, **starved**: per goroutine, acquisitions whose `Lock` returned in the window; " +
 		"max / min are the most and the fewest of one goroutine, *max ÷ min* their ratio (∞ when a goroutine had none); " +
 		"starved = goroutines with 0.\n")
-	p("- **Client round trips**: commands plus pipelines sent through the library's client: a go-redis `AddHook` (process and pipeline hooks) " +
+	b.P("- **Client round trips**: commands plus pipelines sent through the library's client: a go-redis `AddHook` (process and pipeline hooks) " +
 		"on the client handed to the library; for rueidislock a wrapper around `rueidis.Client` (via `LockerOption.ClientBuilder`) counting " +
 		"`Do`/`DoMulti`/`DoCache`/… calls. A script call is 1 (2 on a NOSCRIPT fall-back). Commands of a go-redis `PubSub` " +
 		"(SUBSCRIBE/UNSUBSCRIBE) and rueidis' client-tracking set-up do not pass through these and are not counted; they are counted in server commands. " +
 		"Background work (watchdog renewals, extensions) in the window is included.\n")
-	p("- **Server commands**: the change of the sum of `calls` over `INFO commandstats` during the window (the benchmark's own `INFO` left out) " +
+	b.P("- **Server commands**: the change of the sum of `calls` over `INFO commandstats` during the window (the benchmark's own `INFO` left out) " +
 		"÷ acquisitions. Redis counts commands that a script runs with `redis.call` too (checked on 7.0.15: an `EVAL` running `SET` and `GET` adds 3), " +
 		"so an `EVALSHA` whose script runs two commands counts 3. *scripts* = `EVAL`/`EVALSHA`/`FCALL` calls alone.\n")
-	p("- **Overlaps** (sanity check, should be 0): acquisitions whose `Lock` returned before the previous holder called `Unlock`.\n")
-	p("- **holdfast ÷ best peer**: holdfast's value (its `Mutex`) divided by the best of the other libraries in that column (lowest, or highest for acq/s; " +
+	b.P("- **Overlaps** (sanity check, should be 0): acquisitions whose `Lock` returned before the previous holder called `Unlock`.\n")
+	b.P("- **holdfast ÷ best peer**: holdfast's value (its `Mutex`) divided by the best of the other libraries in that column (lowest, or highest for acq/s; " +
 		"the peers are redsync, redislock and rueidislock, not holdfast-spin or holdfast-fair); " +
 		"below 1 is better except for acq/s. For the uncontended table: holdfast's Lock+Unlock row against the other libraries' rows " +
 		"(not PING, not holdfast's other rows).\n")
 
-	p("\n## PING and uncontended Lock+Unlock\n\n")
+	b.P("\n## PING and uncontended Lock+Unlock\n\n")
 	renderUncontended(&b, r)
 
-	p("\n## Contended\n")
+	b.P("\n## Contended\n")
 	var lastCS time.Duration = -1
 	for _, c := range contendedCases() {
 		if c.CS != lastCS {
-			p("\n### Critical section %d ms\n", c.CS.Milliseconds())
+			b.P("\n### Critical section %d ms\n", c.CS.Milliseconds())
 			lastCS = c.CS
 		}
 		renderCase(&b, r, c)
 	}
 
 	if len(plots) > 0 {
-		p("\n## Plots\n\n")
+		b.P("\n## Plots\n\n")
 		for _, pl := range plots {
-			p("### %s\n\n![%s](img/%s)\n\n", pl.Title, pl.Title, pl.File)
+			b.P("### %s\n\n![%s](img/%s)\n\n", pl.Title, pl.Title, pl.File)
 		}
 	}
 
-	p("\n## Reproduce\n\n```sh\nmake bench-docs              # full run (< 5 min), rewrites docs/performance.md and docs/img/\n" +
+	b.P("\n## Reproduce\n\n```sh\nmake bench-docs              # full run (< 5 min), rewrites docs/performance.md and docs/img/\n" +
 		"make bench                   # the same run, written to bench/out/ instead\n" +
 		"cd bench && go run ./cmd/holdfast-bench -quick -out /tmp/hb   # about a minute\n" +
 		"cd bench && go run -tags noholdfast ./cmd/holdfast-bench -quick -out /tmp/hb   # competitors only\n```\n")
@@ -342,25 +330,24 @@ func uncontendedCols(r *results) []uncCol {
 	}
 }
 
-func renderUncontended(b *strings.Builder, r *results) {
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+func renderUncontended(b *report.MD, r *results) {
 	cols := uncontendedCols(r)
-	p("| |")
+	b.P("| |")
 	for _, c := range cols {
-		p(" %s |", c.head)
+		b.P(" %s |", c.head)
 	}
-	p("\n|---|%s\n", strings.Repeat("---|", len(cols)))
+	b.P("\n|---|%s\n", strings.Repeat("---|", len(cols)))
 	for _, u := range r.Uncontended {
-		p("| %s |", u.Name)
+		b.P("| %s |", u.Name)
 		for _, c := range cols {
-			p(" %s |", c.cell(u))
+			b.P(" %s |", c.cell(u))
 		}
-		p("\n")
+		b.P("\n")
 	}
 	if ratios := uncontendedRatios(r, cols); ratios != "" {
-		p("\nholdfast ÷ best peer (Lock+Unlock cycle; the peers are the other libraries, not holdfast's other rows): %s.\n", ratios)
+		b.P("\nholdfast ÷ best peer (Lock+Unlock cycle; the peers are the other libraries, not holdfast's other rows): %s.\n", ratios)
 	}
-	p("\nThe ÷ PING columns divide by the PING of the library's own client kind.\n")
+	b.P("\nThe ÷ PING columns divide by the PING of the library's own client kind.\n")
 }
 
 // uncontendedRatios returns, for each column with a value, holdfast's
@@ -388,51 +375,50 @@ func uncontendedRatios(r *results, cols []uncCol) string {
 	return strings.Join(parts, ", ")
 }
 
-func renderCase(b *strings.Builder, r *results, c contendedCase) {
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+func renderCase(b *report.MD, r *results, c contendedCase) {
 	procs := "one process"
 	if c.Procs > 1 {
 		procs = fmt.Sprintf("%d processes", c.Procs)
 	}
-	p("\n#### %d × %d goroutines (%s), %d ms\n\n", c.Procs, c.Goroutines, procs, c.CS.Milliseconds())
+	b.P("\n#### %d × %d goroutines (%s), %d ms\n\n", c.Procs, c.Goroutines, procs, c.CS.Milliseconds())
 	cols := contendedCols(c)
-	p("| library |")
+	b.P("| library |")
 	for _, col := range cols {
-		p(" %s |", col.head)
+		b.P(" %s |", col.head)
 	}
-	p("\n|---|")
+	b.P("\n|---|")
 	for range cols {
-		p("---|")
+		b.P("---|")
 	}
-	p("\n")
+	b.P("\n")
 	for _, l := range r.Libs {
 		rs := r.run(l.Name, c)
 		if rs == nil {
-			p("| %s | run failed: %s |\n", l.Name, runErr(r, l.Name, c))
+			b.P("| %s | run failed: %s |\n", l.Name, runErr(r, l.Name, c))
 			continue
 		}
-		p("| %s |", l.Name)
+		b.P("| %s |", l.Name)
 		for _, col := range cols {
-			p(" %s |", col.cell(rs))
+			b.P(" %s |", col.cell(rs))
 		}
-		p("\n")
+		b.P("\n")
 	}
 	if h := r.run(libs.Holdfast, c); h != nil {
-		p("| **holdfast ÷ best peer** |")
+		b.P("| **holdfast ÷ best peer** |")
 		for _, col := range cols {
 			if !col.ratio {
-				p(" |")
+				b.P(" |")
 				continue
 			}
 			hv, ok := col.value(h)
 			pv, peer, found := r.bestPeer(c, col.value, col.higher)
 			if !ok || !found {
-				p(" — |")
+				b.P(" — |")
 				continue
 			}
-			p(" %s |", ratioCell(hv, pv, peer))
+			b.P(" %s |", ratioCell(hv, pv, peer))
 		}
-		p("\n")
+		b.P("\n")
 	}
 	var errs []string
 	for _, l := range r.Libs {
@@ -443,7 +429,7 @@ func renderCase(b *strings.Builder, r *results, c contendedCase) {
 		}
 	}
 	if len(errs) > 0 {
-		p("\nErrors: %s\n", strings.Join(errs, "; "))
+		b.P("\nErrors: %s\n", strings.Join(errs, "; "))
 	}
 }
 
@@ -530,15 +516,15 @@ func (r *results) targets() []target {
 	return ts
 }
 
-func renderTargets(b *strings.Builder, r *results) {
+func renderTargets(b *report.MD, r *results) {
 	ts := r.targets()
 	if ts == nil {
-		fmt.Fprintf(b, "holdfast was not part of this run (built with `-tags noholdfast` or left out with `-libs`).\n")
+		b.P("holdfast was not part of this run (built with `-tags noholdfast` or left out with `-libs`).\n")
 		return
 	}
-	fmt.Fprintf(b, "| target | measured | limit | met |\n|---|---|---|---|\n")
+	b.P("| target | measured | limit | met |\n|---|---|---|---|\n")
 	for _, t := range ts {
-		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", t.Name, t.Measured, t.Limit, t.Met)
+		b.P("| %s | %s | %s | %s |\n", t.Name, t.Measured, t.Limit, t.Met)
 	}
 }
 

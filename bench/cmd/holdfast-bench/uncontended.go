@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"runtime"
-	"slices"
 	"time"
 
 	"github.com/holdfast-go/holdfast/bench/internal/harness"
@@ -12,7 +10,6 @@ import (
 	"github.com/holdfast-go/holdfast/bench/internal/redisserver"
 	"github.com/holdfast-go/holdfast/bench/internal/stats"
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/sys/unix"
 )
 
 // Names of the PING rows.
@@ -55,23 +52,7 @@ type uncontendedItem struct {
 	// nested is, per command name, the share of its calls that scripts made
 	// during the item's warm-up.
 	nested map[string]float64
-	cost   batchCost
-}
-
-// batchCost sums what an item's counting batches cost.
-type batchCost struct {
-	n, rt, cmds, scripts int64
-	usecAll, usecTop     float64
-	serverCPU, cpu       time.Duration
-	mallocs, bytes       uint64
-}
-
-// snapshot is what a counting batch compares before and after.
-type snapshot struct {
-	server redisserver.Stats
-	rt     int64
-	mem    runtime.MemStats
-	cpu    time.Duration
+	cost   harness.Cost
 }
 
 // runUncontended measures PING on a go-redis and a rueidis client, one
@@ -81,8 +62,9 @@ type snapshot struct {
 // slices, each with one item alone) gives the round trips, server commands
 // and time, client CPU and allocations per op.
 func runUncontended(ctx context.Context, srv *redisserver.Server, ls []libs.Library, rounds, cycles int) ([]*uncontendedStats, error) {
-	items, closeAll, err := uncontendedItems(ctx, srv.Addr, ls)
-	defer closeAll()
+	var closers harness.Closers
+	defer closers.Close()
+	items, err := uncontendedItems(ctx, srv.Addr, ls, &closers)
 	if err != nil {
 		return nil, err
 	}
@@ -106,32 +88,26 @@ func runUncontended(ctx context.Context, srv *redisserver.Server, ls []libs.Libr
 }
 
 // uncontendedItems opens the clients and libraries and returns the items:
-// the PINGs, then per library its cycle and its Variants. closeAll closes
-// whatever was opened, also on error.
-func uncontendedItems(ctx context.Context, addr string, ls []libs.Library) (items []*uncontendedItem, closeAll func(), err error) {
-	var closers []func()
-	closeAll = func() {
-		for _, c := range slices.Backward(closers) {
-			c()
-		}
-	}
+// the PINGs, then per library its cycle and its Variants; closers gets
+// what closes them.
+func uncontendedItems(ctx context.Context, addr string, ls []libs.Library, closers *harness.Closers) ([]*uncontendedItem, error) {
 	rdb, _ := libs.NewGoRedis(addr)
-	closers = append(closers, func() { _ = rdb.Close() })
+	closers.Add(rdb.Close)
 	rping, rclose, err := libs.NewRueidisPinger(addr)
 	if err != nil {
-		return nil, closeAll, err
+		return nil, err
 	}
-	closers = append(closers, rclose)
-	items = []*uncontendedItem{
+	closers.Add(func() error { rclose(); return nil })
+	items := []*uncontendedItem{
 		{Op: harness.Op{Name: pingGoRedis, Run: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}, client: libs.GoRedis, isPing: true},
 		{Op: harness.Op{Name: pingRueidis, Run: rping}, client: libs.Rueidis, isPing: true},
 	}
 	for _, l := range ls {
 		inst, err := l.Open(addr)
 		if err != nil {
-			return nil, closeAll, fmt.Errorf("%s: %w", l.Name, err)
+			return nil, fmt.Errorf("%s: %w", l.Name, err)
 		}
-		closers = append(closers, func() { _ = inst.Close() })
+		closers.Add(inst.Close)
 		lk := inst.NewLocker("bench:uncontended:" + l.Name)
 		items = append(items, &uncontendedItem{Op: harness.Op{Name: l.Name, Run: harness.Cycle(lk.Lock)}, client: l.Client, rt: inst.RoundTrips})
 		vi, ok := inst.(libs.VariantInstance)
@@ -140,13 +116,13 @@ func uncontendedItems(ctx context.Context, addr string, ls []libs.Library) (item
 		}
 		vs, err := vi.Variants(ctx, "bench:uncontended:"+l.Name+":")
 		if err != nil {
-			return nil, closeAll, fmt.Errorf("%s variants: %w", l.Name, err)
+			return nil, fmt.Errorf("%s variants: %w", l.Name, err)
 		}
 		for _, v := range vs {
 			items = append(items, &uncontendedItem{Op: harness.Op{Name: v.Name, Run: v.Op}, client: l.Client, rt: inst.RoundTrips})
 		}
 	}
-	return items, closeAll, nil
+	return items, nil
 }
 
 // warmUp runs n unmeasured ops per item (connections, script loading) under
@@ -180,7 +156,7 @@ func timeItems(ctx context.Context, items []*uncontendedItem, rounds, cycles int
 	for i, it := range items {
 		ops[i] = it.Op
 	}
-	lat, err := harness.TimeInterleaved(ctx, ops, rounds, cycles)
+	lat, err := harness.TimeInterleaved(ctx, ops, rounds, cycles, harness.TimedRun)
 	if err != nil {
 		return err
 	}
@@ -201,7 +177,8 @@ func countItems(ctx context.Context, statsClient *redis.Client, items []*unconte
 			size++
 		}
 		for i := range items {
-			if err := countBatch(ctx, statsClient, items[(i+sl)%len(items)], size); err != nil {
+			it := items[(i+sl)%len(items)]
+			if err := it.cost.Count(ctx, statsClient, it.Op, it.rt, it.nested, size); err != nil {
 				return err
 			}
 		}
@@ -209,103 +186,20 @@ func countItems(ctx context.Context, statsClient *redis.Client, items []*unconte
 	return nil
 }
 
-// countBatch runs n ops of it alone and adds their costs to it.cost: client
-// round trips, server commands and time (INFO commandstats and cpu), and the
-// whole process's CPU time and allocations.
-func countBatch(ctx context.Context, statsClient *redis.Client, it *uncontendedItem, n int) error {
-	before, err := takeSnapshot(ctx, statsClient, it, true)
-	if err != nil {
-		return err
-	}
-	if err := it.Repeat(ctx, n); err != nil {
-		return err
-	}
-	after, err := takeSnapshot(ctx, statsClient, it, false)
-	if err != nil {
-		return err
-	}
-	c := &it.cost
-	c.n += int64(n)
-	c.rt += after.rt - before.rt
-	cmds, scripts := after.server.Commands.Delta(before.server.Commands)
-	c.cmds += cmds
-	c.scripts += scripts
-	all, top := after.server.Commands.Usec(before.server.Commands, it.nested)
-	c.usecAll += all
-	c.usecTop += top
-	c.serverCPU += after.server.MainThreadCPU - before.server.MainThreadCPU
-	c.cpu += after.cpu - before.cpu
-	c.mallocs += after.mem.Mallocs - before.mem.Mallocs
-	c.bytes += after.mem.TotalAlloc - before.mem.TotalAlloc
-	return nil
-}
-
-// takeSnapshot reads the counters, ordered so that the probes themselves
-// stay out of the windows: before the batch INFO commandstats, then INFO cpu,
-// then the process's counters (ReadMemStats, the CPU time last); after it the
-// reverse. So the server's main-thread CPU window holds only the tail of one
-// short INFO cpu and the head of another, and the process's CPU and
-// allocation windows hold no probe.
-func takeSnapshot(ctx context.Context, statsClient *redis.Client, it *uncontendedItem, beforeBatch bool) (snapshot, error) {
-	var s snapshot
-	readLocal := func() {
-		if it.rt != nil {
-			s.rt = it.rt()
-		}
-		runtime.ReadMemStats(&s.mem)
-	}
-	readServer := func(section string) error {
-		st, err := redisserver.ReadStats(ctx, statsClient, section)
-		if section == "cpu" {
-			s.server.MainThreadCPU = st.MainThreadCPU
-		} else {
-			s.server.Commands = st.Commands
-		}
-		return err
-	}
-	sections := []string{"commandstats", "cpu"}
-	if !beforeBatch {
-		s.cpu = processCPU()
-		readLocal()
-		slices.Reverse(sections)
-	}
-	for _, sec := range sections {
-		if err := readServer(sec); err != nil {
-			return s, err
-		}
-	}
-	if beforeBatch {
-		readLocal()
-		s.cpu = processCPU()
-	}
-	return s, nil
-}
-
-// processCPU returns the user plus system CPU time of this process
-// (getrusage RUSAGE_SELF).
-func processCPU() time.Duration {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		panic("getrusage: " + err.Error())
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // summary turns the item's samples and counts into its row.
 func (it *uncontendedItem) summary() *uncontendedStats {
-	c := it.cost
-	per := func(v float64) float64 { return v / float64(c.n) }
+	c := &it.cost
 	u := &uncontendedStats{
 		Name: it.Name, Client: it.client, IsPing: it.isPing, Lat: stats.NewDist(it.lat),
-		RTPerOp:      per(float64(c.rt)),
-		CmdPerOp:     per(float64(c.cmds)),
-		ScriptsPerOp: per(float64(c.scripts)),
-		ServerUs:     per(c.usecTop),
-		ServerUsAll:  per(c.usecAll),
-		ServerCPUUs:  per(float64(c.serverCPU) / 1e3),
-		ClientCPUUs:  per(float64(c.cpu) / 1e3),
-		Allocs:       per(float64(c.mallocs)),
-		Bytes:        per(float64(c.bytes)),
+		RTPerOp:      c.Per(float64(c.RT)),
+		CmdPerOp:     c.Per(float64(c.Cmds)),
+		ScriptsPerOp: c.Per(float64(c.Scripts)),
+		ServerUs:     c.Per(c.UsecTop),
+		ServerUsAll:  c.Per(c.UsecAll),
+		ServerCPUUs:  c.Per(float64(c.ServerCPU) / 1e3),
+		ClientCPUUs:  c.Per(float64(c.CPU) / 1e3),
+		Allocs:       c.Per(float64(c.Mallocs)),
+		Bytes:        c.Per(float64(c.Bytes)),
 	}
 	if it.isPing {
 		u.RTPerOp = 1

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/bench/internal/redisserver"
+	"github.com/holdfast-go/holdfast/bench/internal/report"
 	"github.com/holdfast-go/holdfast/rlock"
 	"github.com/redis/go-redis/v9"
 )
@@ -200,7 +201,7 @@ func trackingKeys(ctx context.Context, admin *redis.Client) int64 {
 
 // costTable renders the costs.
 func costTable(cs []cost, o options) string {
-	var b strings.Builder
+	var b report.MD
 	b.WriteString("\n## What tracking costs the server\n\n" +
 		"`INFO commandstats` before and after each workload, on a client of its own (warmed up: its " +
 		"connections and its tracker's made, the scripts loaded): every command the server ran, the " +
@@ -211,7 +212,7 @@ func costTable(cs []cost, o options) string {
 	b.WriteString("| workload | units | commands per unit, tracking off | tracking on | extra | script calls off → on | keys tracked (on) |\n" +
 		"| --- | ---: | ---: | ---: | ---: | --- | ---: |\n")
 	for _, c := range cs {
-		fmt.Fprintf(&b, "| %s | %d %ss | %.2f | %.2f | %+.2f | %.2f → %.2f | %d |\n",
+		b.P("| %s | %d %ss | %.2f | %.2f | %+.2f | %.2f → %.2f | %d |\n",
 			c.what, c.n, c.unit, c.off, c.on, c.on-c.off, c.offEval, c.onEval, c.tracked)
 	}
 	return b.String()

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/holdfast-go/holdfast/bench/internal/harness"
 	"github.com/holdfast-go/holdfast/bench/internal/report"
 	"github.com/holdfast-go/holdfast/rlock"
 	"github.com/redis/go-redis/v9"
@@ -25,25 +25,23 @@ func (r cycleRow) median() time.Duration {
 	return s[len(s)/2]
 }
 
-// cycles times, interleaved op by op, TryLock+Unlock of a free Mutex on a
-// client with tracking on and one with it off, and PING: o.cRounds rounds of
-// o.cycles ops per row.
+// cycles times, interleaved op by op (harness.TimeInterleaved), TryLock +
+// Unlock of a free Mutex on a client with tracking on and one with it off,
+// and PING: o.Rounds rounds of o.Cycles ops per row.
 func cycles(ctx context.Context, addr string, o options) ([]cycleRow, error) {
-	type row struct {
-		name string
-		op   func() error
-	}
-	var rows []row
+	var closers harness.Closers
+	defer closers.Close()
+	var ops []harness.Op
 	for _, track := range []bool{true, false} {
 		rdb := redis.NewClient(&redis.Options{Addr: addr})
-		defer rdb.Close()
+		closers.Add(rdb.Close)
 		c, err := rlock.New(rdb, rlock.WithTracking(track))
 		if err != nil {
 			return nil, err
 		}
-		defer c.Close()
+		closers.Add(c.Close)
 		m := c.NewMutex(fmt.Sprintf("cycle:%v", track))
-		rows = append(rows, row{fmt.Sprintf("TryLock + Unlock, tracking %s", onOff(track)), func() error {
+		ops = append(ops, harness.Op{Name: fmt.Sprintf("TryLock + Unlock, tracking %s", onOff(track)), Run: func(ctx context.Context) error {
 			l, err := m.TryLock(ctx)
 			if err != nil {
 				return err
@@ -52,31 +50,26 @@ func cycles(ctx context.Context, addr string, o options) ([]cycleRow, error) {
 		}})
 	}
 	ping := redis.NewClient(&redis.Options{Addr: addr})
-	defer ping.Close()
-	rows = append(rows, row{"PING", func() error { return ping.Ping(ctx).Err() }})
-
-	out := make([]cycleRow, len(rows))
-	for i, r := range rows {
-		out[i].name = r.name
-		for range 50 { // warm-up
-			if err := r.op(); err != nil {
-				return nil, err
-			}
+	closers.Add(ping.Close)
+	ops = append(ops, harness.Op{Name: "PING", Run: func(ctx context.Context) error { return ping.Ping(ctx).Err() }})
+	for _, op := range ops {
+		if err := op.Repeat(ctx, 50); err != nil { // warm-up
+			return nil, err
 		}
 	}
-	for range o.cRounds {
-		sums := make([]time.Duration, len(rows))
-		for range o.cycles {
-			for i, r := range rows {
-				start := time.Now()
-				if err := r.op(); err != nil {
-					return nil, err
-				}
-				sums[i] += time.Since(start)
+	lat, err := harness.TimeInterleaved(ctx, ops, o.Rounds, o.Cycles, 1)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]cycleRow, len(ops))
+	for i, op := range ops {
+		out[i].name = op.Name
+		for r := range o.Rounds {
+			var sum int64
+			for _, d := range lat[i][r*o.Cycles : (r+1)*o.Cycles] {
+				sum += d
 			}
-		}
-		for i := range rows {
-			out[i].rounds = append(out[i].rounds, sums[i]/time.Duration(o.cycles))
+			out[i].rounds = append(out[i].rounds, time.Duration(sum/int64(o.Cycles)))
 		}
 	}
 	return out, nil
@@ -91,17 +84,17 @@ func onOff(on bool) string {
 
 // cycleTable renders the uncontended comparison.
 func cycleTable(rows []cycleRow, o options) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "\n## The uncontended cycle, tracking on and off\n\n"+
+	var b report.MD
+	b.P("\n## The uncontended cycle, tracking on and off\n\n"+
 		"One goroutine, each row on a client of its own, interleaved op by op: %d rounds of %d ops per "+
 		"row; the median of the rounds' means. A cycle shorter than the tracker's first look (2 ms) sends "+
 		"nothing more to Redis: it costs an append to a slice and, while holds keep coming, the wake-up of the "+
-		"tracker's 2 ms timer (a few µs of client CPU per cycle, measured with getrusage).\n\n", o.cRounds, o.cycles)
+		"tracker's 2 ms timer (a few µs of client CPU per cycle, measured with getrusage).\n\n", o.Rounds, o.Cycles)
 	b.WriteString("| op | median of round means | ÷ tracking off | ÷ PING |\n| --- | ---: | ---: | ---: |\n")
 	off, ping := rows[1].median(), rows[len(rows)-1].median()
 	for _, r := range rows {
 		m := r.median()
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.name, report.Duration(m), report.DurationRatio(m, off), report.DurationRatio(m, ping))
+		b.P("| %s | %s | %s | %s |\n", r.name, report.Duration(m), report.DurationRatio(m, off), report.DurationRatio(m, ping))
 	}
 	return b.String()
 }

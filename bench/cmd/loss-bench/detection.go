@@ -3,14 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/holdfast-go/holdfast/bench/internal/libs"
 	"github.com/holdfast-go/holdfast/bench/internal/report"
 	"github.com/holdfast-go/holdfast/bench/internal/stats"
 	"github.com/holdfast-go/holdfast/rlock"
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/rueidis"
 	"github.com/redis/rueidis/rueidislock"
 )
 
@@ -31,7 +30,7 @@ type holder interface {
 	close()
 }
 
-// detection runs o.rounds deletions per library, in turns, with others other
+// detection runs o.deletions deletions per library, in turns, with others other
 // holds of the same client open.
 func detection(ctx context.Context, addr string, admin *redis.Client, others int, o options) (detected, error) {
 	hf, err := newHoldfastHolder(addr)
@@ -50,7 +49,7 @@ func detection(ctx context.Context, addr string, admin *redis.Client, others int
 		}
 	}
 	var hfs, rus []int64
-	for i := range o.rounds {
+	for i := range o.deletions {
 		name := fmt.Sprintf("loss:%d:%d", others, i)
 		for _, side := range []struct {
 			h   holder
@@ -131,11 +130,7 @@ type rueidisHolder struct {
 }
 
 func newRueidisHolder(addr string) (*rueidisHolder, error) {
-	l, err := rueidislock.NewLocker(rueidislock.LockerOption{
-		ClientOption:   rueidis.ClientOption{InitAddress: []string{addr}},
-		KeyMajority:    1,
-		NoLoopTracking: true,
-	})
+	l, _, err := libs.NewRueidisLocker(addr)
 	if err != nil {
 		return nil, err
 	}
@@ -171,14 +166,14 @@ func (h *rueidisHolder) close() {
 
 // detectionTable renders the detection times.
 func detectionTable(ds []detected, o options) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "\n## From an outside DEL to the holder's knowing\n\n"+
+	var b report.MD
+	b.P("\n## From an outside DEL to the holder's knowing\n\n"+
 		"Each round takes a lock, holds it %v, deletes its key with `DEL` from another client and "+
 		"times, from the DEL's send, until holdfast's `Lease.Done()` is closed (default client: "+
 		"tracking on, watchdog 30 s, so the first renewal is 10 s away) or rueidislock's "+
 		"`WithContext` context is cancelled (KeyMajority 1, NoLoopTracking, defaults otherwise: "+
 		"client-side caching). The libraries take turns, round by round; %d rounds each. "+
-		"\"Busy\": the same client holds %d other locks meanwhile.\n\n", o.settle, o.rounds, o.others)
+		"\"Busy\": the same client holds %d other locks meanwhile.\n\n", o.settle, o.deletions, o.others)
 	b.WriteString("| scenario | library | rounds | p50 | p99 | max |\n| --- | --- | ---: | ---: | ---: | ---: |\n")
 	for _, d := range ds {
 		sc := "idle"
@@ -190,7 +185,7 @@ func detectionTable(ds []detected, o options) string {
 			d    stats.Dist
 		}{{"holdfast", d.holdfast}, {"rueidislock", d.rueidis}} {
 			s := row.d.Summary()
-			fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s |\n", sc, row.name, s.N,
+			b.P("| %s | %s | %d | %s | %s | %s |\n", sc, row.name, s.N,
 				report.Duration(s.P50), report.Duration(s.P99), report.Duration(s.Max))
 		}
 	}

@@ -25,8 +25,6 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/holdfast-go/holdfast/bench/internal/cli"
@@ -36,44 +34,27 @@ import (
 )
 
 type options struct {
-	out      string
-	quick    bool
-	rounds   int
-	others   int
-	settle   time.Duration
-	holds    int
-	cycles   int
-	cRounds  int
-	redisBin string
+	cli.Flags
+	deletions int
+	others    int
+	settle    time.Duration
+	holds     int
 }
 
 func main() {
-	log.SetFlags(0)
-	log.SetPrefix("loss-bench: ")
 	var o options
-	flag.StringVar(&o.out, "out", "out", "directory for loss.md")
-	flag.BoolVar(&o.quick, "quick", false, "short run: fewer rounds and cycles")
-	flag.IntVar(&o.rounds, "rounds", 0, "deletions per library and scenario (default 100, -quick 50)")
+	o.Setup("loss-bench", "loss.md", "fewer rounds and cycles", "", nil)
+	o.Uncontended("cycle-rounds", "row and round", 1000, 300)
+	o.IntVar(&o.deletions, "rounds", 100, 50, "deletions per library and scenario")
 	flag.IntVar(&o.others, "others", 1000, "other holds open in the busy scenario")
 	flag.DurationVar(&o.settle, "settle", 20*time.Millisecond, "how long each lock is held before its deletion")
 	flag.IntVar(&o.holds, "holds", 1000, "acquisitions counted for the server's commands per acquisition")
-	flag.IntVar(&o.cycles, "cycles", 0, "uncontended cycles per row and round (default 1000, -quick 300)")
-	flag.IntVar(&o.cRounds, "cycle-rounds", 0, "uncontended rounds (default 10, -quick 3)")
-	flag.StringVar(&o.redisBin, "redis-server", "", "redis-server binary (default: from PATH, else /usr/bin/redis-server)")
-	flag.Parse()
-	cli.Default(&o.rounds, 100, 50, o.quick)
-	cli.Default(&o.cycles, 1000, 300, o.quick)
-	cli.Default(&o.cRounds, 10, 3, o.quick)
-	o.redisBin = cli.RedisServer(o.redisBin)
-	if err := run(o); err != nil {
-		log.Fatal(err)
-	}
+	o.Run(func(ctx context.Context) error { return run(ctx, o) })
 }
 
-func run(o options) error {
+func run(ctx context.Context, o options) error {
 	started := time.Now()
-	ctx := context.Background()
-	srv, err := redisserver.Start(ctx, o.redisBin)
+	srv, err := redisserver.Start(ctx, o.RedisBin)
 	if err != nil {
 		return err
 	}
@@ -83,7 +64,7 @@ func run(o options) error {
 
 	var r results
 	for _, others := range []int{0, o.others} {
-		log.Printf("detection, %d other holds: %d rounds per library", others, o.rounds)
+		log.Printf("detection, %d other holds: %d rounds per library", others, o.deletions)
 		d, err := detection(ctx, srv.Addr, admin, others, o)
 		if err != nil {
 			return fmt.Errorf("detection with %d other holds: %w", others, err)
@@ -94,20 +75,17 @@ func run(o options) error {
 	if r.costs, err = serverCosts(ctx, srv.Addr, admin, o); err != nil {
 		return fmt.Errorf("server commands: %w", err)
 	}
-	log.Printf("uncontended cycle: %d rounds of %d cycles", o.cRounds, o.cycles)
+	log.Printf("uncontended cycle: %d rounds of %d cycles", o.Rounds, o.Cycles)
 	if r.cycle, err = cycles(ctx, srv.Addr, o); err != nil {
 		return fmt.Errorf("uncontended cycle: %w", err)
 	}
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
-		return err
-	}
 	md := r.markdown(o, srv.Version(), started)
-	path := filepath.Join(o.out, "loss.md")
-	if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
+	path, err := o.Output().Write("loss.md", md)
+	if err != nil {
 		return err
 	}
 	fmt.Print(md)
-	log.Printf("wrote %s", path)
+	o.Output().Wrote(path, 0, time.Since(started))
 	return nil
 }
 
@@ -120,8 +98,8 @@ type results struct {
 
 // markdown renders the report.
 func (r results) markdown(o options, version string, started time.Time) string {
-	s := report.Header("Loss detection", "`make bench-loss` (bench/cmd/loss-bench)", started.UTC(), time.Since(started), o.quick)
-	s += "\n" + report.Machine(version, o.redisBin).Table()
+	s := report.Header("Loss detection", "`make bench-loss` (bench/cmd/loss-bench)", started.UTC(), time.Since(started), o.Quick)
+	s += "\n" + report.Machine(version, o.RedisBin).Table()
 	s += detectionTable(r.detect, o)
 	s += costTable(r.costs, o)
 	s += cycleTable(r.cycle, o)

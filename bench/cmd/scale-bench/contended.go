@@ -71,23 +71,18 @@ var runSeq int
 // another library, and returns the statistics (a failed run's carries its
 // error).
 func runCurve(ctx context.Context, srv *redisserver.Server, selected []libs.Library, pts []point, o options) []*pointStats {
-	var out []*pointStats
-	for pi, pt := range pts {
-		for _, lib := range harness.Rotate(selected, pi) {
-			t0 := time.Now()
-			ps, err := runPoint(ctx, srv, lib, pt, o)
-			if err != nil {
-				log.Printf("%s %s: %v", pt, lib.Name, err)
-				ps = &pointStats{Lib: lib.Name, Point: pt, Err: err.Error()}
-			} else {
-				log.Printf("%-16s %-22s %6.0f acq/s  RT/acq %5.2f  cmds/acq %5.2f  wait p99 %-9s failed %d  (%.1fs)",
-					pt, lib.Name, ps.AcqPerSec, ps.RTPerAcq, ps.CmdPerAcq, report.Duration(ps.Wait.P(0.99)), ps.Failed,
-					time.Since(t0).Seconds())
-			}
-			out = append(out, ps)
+	return harness.Matrix(pts, selected, func(pt point, lib libs.Library) *pointStats {
+		t0 := time.Now()
+		ps, err := runPoint(ctx, srv, lib, pt, o)
+		if err != nil {
+			log.Printf("%s %s: %v", pt, lib.Name, err)
+			return &pointStats{Lib: lib.Name, Point: pt, Err: err.Error()}
 		}
-	}
-	return out
+		log.Printf("%-16s %-22s %6.0f acq/s  RT/acq %5.2f  cmds/acq %5.2f  wait p99 %-9s failed %d  (%.1fs)",
+			pt, lib.Name, ps.AcqPerSec, ps.RTPerAcq, ps.CmdPerAcq, report.Duration(ps.Wait.P(0.99)), ps.Failed,
+			time.Since(t0).Seconds())
+		return ps
+	})
 }
 
 func (p point) String() string {
@@ -99,14 +94,13 @@ func (p point) String() string {
 
 // runPoint runs one library at one point in worker processes.
 func runPoint(ctx context.Context, srv *redisserver.Server, lib libs.Library, pt point, o options) (*pointStats, error) {
-	runSeq++
-	mode := ""
+	mode := harness.ModeShared
 	if pt.Names > 0 {
-		mode = fmt.Sprintf("%s%d", namesMode, pt.Names)
+		mode = harness.NamesMode(pt.Names)
 	}
-	out, err := harness.Execute(ctx, harness.Run{Env: workerEnv, Procs: pt.Procs, Config: harness.Config{
-		Lib: lib.Name, Addr: srv.Addr, Key: fmt.Sprintf("scale:%s:%d", lib.Name, runSeq), Goroutines: pt.Goroutines,
-		Hold: o.hold, Warmup: o.warmup, Duration: o.duration, Timeout: o.lockTimeout, Mode: mode,
+	out, err := harness.Execute(ctx, harness.Run{Procs: pt.Procs, Config: harness.Config{
+		Lib: lib.Name, Addr: srv.Addr, Key: harness.Key("scale", lib.Name), Goroutines: pt.Goroutines,
+		Hold: o.hold, Warmup: o.Warmup, Duration: o.Duration, Timeout: o.Timeout, Mode: mode,
 	}})
 	if err != nil {
 		return nil, err
@@ -118,16 +112,8 @@ func runPoint(ctx context.Context, srv *redisserver.Server, lib libs.Library, pt
 func analyze(lib string, pt point, out *harness.Outcome) *pointStats {
 	ps := &pointStats{Lib: lib, Point: pt}
 	ps.Acq, _ = out.Acquisitions()
-	ps.AcqPerSec = float64(ps.Acq) / (float64(out.WE-out.WS) / 1e9)
-	calls, failed, pending := out.WindowCalls()
-	waits := make([]int64, 0, len(calls))
-	for _, c := range calls {
-		waits = append(waits, c.Wait())
-	}
-	ps.Wait, ps.Failed, ps.Pending, ps.Calls = stats.NewDist(waits), failed, pending, len(calls)
-	if ps.Acq > 0 {
-		ps.RTPerAcq = float64(out.RoundTrips()) / float64(ps.Acq)
-		ps.CmdPerAcq = float64(out.Commands) / float64(ps.Acq)
-	}
+	ps.AcqPerSec = float64(ps.Acq) / out.Seconds()
+	ps.Wait, ps.Calls, ps.Failed, ps.Pending = out.Waits()
+	ps.RTPerAcq, ps.CmdPerAcq, _ = harness.PerAcq(ps.Acq, out.RoundTrips(), out.Commands, out.Scripts)
 	return ps
 }

@@ -43,14 +43,8 @@ import (
 )
 
 type options struct {
-	out           string
-	quick         bool
-	duration      time.Duration
-	warmup        time.Duration
+	cli.Flags
 	hold          time.Duration
-	lockTimeout   time.Duration
-	redisBin      string
-	libNames      string
 	curves        string
 	maxHolds      int
 	maxPeerHolds  int
@@ -58,7 +52,6 @@ type options struct {
 	renewRounds   int
 	memHolds      int
 	memWaiters    int
-	jsonOut       string
 }
 
 // The curves, as -curves names them.
@@ -72,37 +65,20 @@ const (
 var allCurves = []string{curveProcs, curveNames, curveRenewals, curveMemory}
 
 func main() {
-	log.SetFlags(0)
-	log.SetPrefix("scale-bench: ")
-	if harness.ServeWorker(workerEnv, runWorker) {
-		return
-	}
 	var o options
-	flag.StringVar(&o.out, "out", "out", "directory for scale.md, img/scale-*.png and the section of performance.md (make bench-docs passes ../docs)")
-	flag.BoolVar(&o.quick, "quick", false, "short run: 1 s windows, fewer renewal rounds, up to 10,000 holds")
-	flag.DurationVar(&o.duration, "duration", 0, "measured window of each contended point (default 3s, -quick 1s)")
-	flag.DurationVar(&o.warmup, "warmup", 0, "unmeasured start of each contended point (default 500ms, -quick 300ms)")
+	o.Setup("scale-bench", "scale.md, img/scale-*.png and the section of performance.md (make bench-docs passes ../docs)",
+		"1 s windows, fewer renewal rounds, up to 10,000 holds", "results", harness.ServeLocks)
+	o.Contended("point", cli.Deadline{Flag: "lock-timeout", Call: "Lock", Default: 5 * time.Second},
+		"libraries (default: holdfast and the peers)", cli.Libraries(scaleLibs()).AllNames())
 	flag.DurationVar(&o.hold, "hold", time.Millisecond, "how long each acquisition of the contended curves holds")
-	flag.DurationVar(&o.lockTimeout, "lock-timeout", 5*time.Second, "deadline of each Lock call")
-	flag.StringVar(&o.redisBin, "redis-server", "", "redis-server binary (default: from PATH, else /usr/bin/redis-server)")
-	flag.StringVar(&o.libNames, "libs", "", "comma-separated libraries (default: holdfast and the peers): "+strings.Join(catalog().Names(scaleLibs()), ","))
 	flag.StringVar(&o.curves, "curves", "", "comma-separated curves to run (default all): "+strings.Join(allCurves, ","))
-	flag.IntVar(&o.maxHolds, "max-holds", 0, "largest hold count of the renewal curve (default 100000, -quick 10000)")
+	o.IntVar(&o.maxHolds, "max-holds", 100000, 10000, "largest hold count of the renewal curve")
 	flag.IntVar(&o.maxPeerHolds, "max-peer-holds", 10000, "largest hold count for rueidislock, which runs a goroutine and a timer per hold")
 	flag.DurationVar(&o.renewInterval, "renew-interval", time.Second, "holdfast's renew interval in the renewal curve (lease: 3 intervals)")
-	flag.IntVar(&o.renewRounds, "renew-rounds", 0, "renewal rounds measured per point (default 3, -quick 2)")
+	o.IntVar(&o.renewRounds, "renew-rounds", 3, 2, "renewal rounds measured per point")
 	flag.IntVar(&o.memHolds, "mem-holds", 10000, "holds taken for the memory per hold")
 	flag.IntVar(&o.memWaiters, "mem-waiters", 1000, "waiting Lock calls for the memory per waiter")
-	flag.StringVar(&o.jsonOut, "json", "", "also write the results as JSON to this file")
-	flag.Parse()
-	cli.Default(&o.duration, 3*time.Second, time.Second, o.quick)
-	cli.Default(&o.warmup, 500*time.Millisecond, 300*time.Millisecond, o.quick)
-	cli.Default(&o.maxHolds, 100000, 10000, o.quick)
-	cli.Default(&o.renewRounds, 3, 2, o.quick)
-	o.redisBin = cli.RedisServer(o.redisBin)
-	if err := run(o); err != nil {
-		log.Fatal(err)
-	}
+	o.Run(func(ctx context.Context) error { return run(ctx, o) })
 }
 
 // scaleLibs is holdfast's Mutex and FairMutex (whose waiters queue in
@@ -115,11 +91,6 @@ func scaleLibs() []libs.Library {
 		}
 	}
 	return out
-}
-
-// catalog is the libraries this command can run.
-func catalog() cli.Catalog[libs.Library] {
-	return cli.Catalog[libs.Library]{All: scaleLibs(), Name: func(l libs.Library) string { return l.Name }, One: "library", Many: "libraries"}
 }
 
 // results is everything one run measured.
@@ -137,41 +108,36 @@ type results struct {
 	MemWait  []*memStats    `json:"memoryPerWaiter,omitempty"`
 }
 
-func run(o options) error {
-	started := time.Now()
+func run(ctx context.Context, o options) error {
 	curves, err := cli.Catalog[string]{All: allCurves, Name: func(s string) string { return s }, One: "curve", Many: "curves"}.Select(o.curves)
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
-	selected, srv, err := cli.Start(ctx, o.redisBin, o.libNames, catalog())
+	selected, srv, err := cli.Start(&o.Flags, cli.Libraries(scaleLibs()))
 	if err != nil {
 		return err
 	}
 	defer srv.Stop()
-	res := &results{Started: started.UTC(), Env: report.Machine(srv.Version(), o.redisBin), Libs: selected, Quick: o.quick, Opts: o}
+	res := &results{Started: srv.Started, Env: srv.Env, Libs: selected, Quick: o.Quick, Opts: o}
 	if slices.Contains(curves, curveProcs) {
-		log.Printf("processes on one lock: %d points × %d libraries, %s windows", len(procCurve()), len(selected), o.duration)
-		res.Procs = runCurve(ctx, srv, selected, procCurve(), o)
+		log.Printf("processes on one lock: %d points × %d libraries, %s windows", len(procCurve()), len(selected), o.Duration)
+		res.Procs = runCurve(ctx, srv.Server, selected, procCurve(), o)
 	}
 	if slices.Contains(curves, curveNames) {
-		log.Printf("names: %d points × %d libraries, %s windows", len(namesCurve()), len(selected), o.duration)
-		res.Names = runCurve(ctx, srv, selected, namesCurve(), o)
+		log.Printf("names: %d points × %d libraries, %s windows", len(namesCurve()), len(selected), o.Duration)
+		res.Names = runCurve(ctx, srv.Server, selected, namesCurve(), o)
 	}
 	if slices.Contains(curves, curveRenewals) {
 		log.Printf("renewals: up to %d holds", o.maxHolds)
-		res.Renewals = runRenewals(ctx, srv, selected, o)
+		res.Renewals = runRenewals(ctx, srv.Server, selected, o)
 	}
 	if slices.Contains(curves, curveMemory) {
 		log.Printf("memory: %d holds, %d waiters per library", o.memHolds, o.memWaiters)
-		res.MemHolds, res.MemWait = runMemory(ctx, srv, selected, o)
+		res.MemHolds, res.MemWait = runMemory(ctx, srv.Server, selected, o)
 	}
-	res.Elapsed = time.Since(started)
-	if err := writeReport(res, o); err != nil {
+	res.Elapsed = srv.Elapsed()
+	if err := writeReport(res, o.Output()); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	if o.jsonOut != "" {
-		return cli.WriteJSON(o.jsonOut, res)
-	}
-	return nil
+	return o.Output().WriteJSON(res)
 }

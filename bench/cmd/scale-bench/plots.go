@@ -10,14 +10,11 @@ import (
 	"gonum.org/v1/plot/plotter"
 )
 
-// plotRef is a written plot: its file under img/ and its title.
-type plotRef struct{ File, Title string }
-
 // plotSet collects the plots of a run, leaving out those with nothing to
 // draw.
 type plotSet struct {
 	dir  string
-	refs map[string]plotRef
+	refs map[string]plotting.Ref
 	err  error
 }
 
@@ -30,7 +27,7 @@ func (s *plotSet) add(file string, a plotting.Axes, series []plotting.Series) {
 	if err != nil {
 		s.err = err
 	} else if ok {
-		s.refs[file] = plotRef{File: file, Title: a.Title}
+		s.refs[file] = plotting.Ref{File: file, Title: a.Title}
 	}
 }
 
@@ -62,8 +59,8 @@ func (r *results) curveSeries(ps []*pointStats, x func(point) float64, y func(*p
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 
 // writePlots draws every curve that was run.
-func writePlots(r *results, dir string) (map[string]plotRef, error) {
-	s := &plotSet{dir: dir, refs: map[string]plotRef{}}
+func writePlots(r *results, dir string) (map[string]plotting.Ref, error) {
+	s := &plotSet{dir: dir, refs: map[string]plotting.Ref{}}
 	procs := func(p point) float64 { return float64(p.Procs) }
 	procAxes := func(title, y string, logY bool) plotting.Axes {
 		return plotting.Axes{Title: title, X: "worker processes × 4 goroutines, one lock, 1 ms hold (log scale)", Y: y,
@@ -153,6 +150,6 @@ func (r *results) memoryPlot(s *plotSet) error {
 	if err := plotting.Bars(a, labels, []plotting.BarSet{hold, wait}, filepath.Join(s.dir, file)); err != nil {
 		return err
 	}
-	s.refs[file] = plotRef{File: file, Title: a.Title}
+	s.refs[file] = plotting.Ref{File: file, Title: a.Title}
 	return nil
 }

@@ -3,14 +3,11 @@ package main
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/holdfast-go/holdfast/bench/internal/libs"
 	"github.com/holdfast-go/holdfast/observe"
 	"github.com/holdfast-go/holdfast/rlock"
-	"github.com/redis/rueidis"
-	"github.com/redis/rueidis/rueidislock"
 )
 
 // renewers opens, per library with a renewal of its own, a client that
@@ -72,19 +69,7 @@ func openHoldfastRenewer(addr string, o options) (*renewer, error) {
 // acquisition ÷ the holds (the timers drift apart, so the clock would cut
 // rounds short).
 func openRueidisRenewer(addr string, _ options) (*renewer, error) {
-	cnt := &atomic.Int64{}
-	l, err := rueidislock.NewLocker(rueidislock.LockerOption{
-		ClientOption:   rueidis.ClientOption{InitAddress: []string{addr}},
-		KeyMajority:    1,
-		NoLoopTracking: true,
-		ClientBuilder: func(o rueidis.ClientOption) (rueidis.Client, error) {
-			c, err := rueidis.NewClient(o)
-			if err != nil {
-				return nil, err
-			}
-			return &libs.CountingRueidis{Client: c, N: cnt}, nil
-		},
-	})
+	l, cnt, err := libs.NewRueidisLocker(addr)
 	if err != nil {
 		return nil, err
 	}

@@ -6,9 +6,9 @@ import (
 	"log"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/holdfast-go/holdfast/bench/internal/harness"
 	"github.com/holdfast-go/holdfast/bench/internal/libs"
 	"github.com/holdfast-go/holdfast/bench/internal/redisserver"
 	"github.com/redis/go-redis/v9"
@@ -114,11 +114,11 @@ func measureRenewals(ctx context.Context, srv *redisserver.Server, lib string, o
 	if err != nil {
 		return nil, err
 	}
-	rt0, cpu0, rounds0 := r.roundTrips(), cpuTime(), r.rounds()
+	rt0, cpu0, rounds0 := r.roundTrips(), harness.ProcessCPU(), r.rounds()
 	if err := r.wait(wctx, rounds0+float64(o.renewRounds)); err != nil {
 		return nil, fmt.Errorf("renewal rounds: %w", err)
 	}
-	rt1, cpu1, rounds1 := r.roundTrips(), cpuTime(), r.rounds()
+	rt1, cpu1, rounds1 := r.roundTrips(), harness.ProcessCPU(), r.rounds()
 	s1, err := redisserver.ReadStats(ctx, stats, "commandstats", "cpu")
 	if err != nil {
 		return nil, err
@@ -138,15 +138,6 @@ func measureRenewals(ctx context.Context, srv *redisserver.Server, lib string, o
 	rs.ServerCPU = per(s1.MainThreadCPU - s0.MainThreadCPU)
 	rs.ClientCPU = per(cpu1 - cpu0)
 	return rs, nil
-}
-
-// cpuTime returns this process's user and system CPU time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // acquireAll runs lock on every name, with up to 32 at a time.

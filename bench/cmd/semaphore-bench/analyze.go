@@ -68,19 +68,9 @@ func analyze(raw *rawRun, o options) *runStats {
 	raw.AddErrors(rs.Errors)
 	rs.Acq, rs.PerG = raw.Acquisitions()
 	rs.Pings = stats.NewDist(slices.Clone(raw.pings))
-	for _, n := range rs.PerG {
-		if n == 0 {
-			rs.Starved++
-		}
-	}
+	rs.Starved = stats.Starved(rs.PerG)
 	// Waiters and waits: every call competes, so every call is a waiter.
-	ended, failed, pending := raw.WindowCalls()
-	rs.Calls, rs.Failed, rs.Pending = len(ended), failed, pending
-	waits := make([]int64, 0, len(ended))
-	for _, c := range ended {
-		waits = append(waits, c.Wait())
-	}
-	rs.Wait = stats.NewDist(waits)
+	rs.Wait, rs.Calls, rs.Failed, rs.Pending = raw.Waits()
 
 	calls := raw.Calls()
 	tl := harness.NewTimeline(calls)

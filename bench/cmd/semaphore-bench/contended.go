@@ -28,8 +28,6 @@ type rawRun struct {
 	available int64
 }
 
-var runSeq int
-
 // pingProbeEvery is the period of the coordinator's PING probe.
 const pingProbeEvery = 2 * time.Millisecond
 
@@ -38,8 +36,7 @@ const pingProbeEvery = 2 * time.Millisecond
 // semaphore of o.permits permits. With monitor, a MONITOR feed records the
 // server's changes of the semaphore's counter.
 func runContended(ctx context.Context, srv *redisserver.Server, lib sems.Library, round int, monitor bool, o options) (*rawRun, error) {
-	runSeq++
-	raw := &rawRun{lib: lib.Name, round: round, monitor: monitor, key: fmt.Sprintf("bench:sem:%s:%d", lib.Name, runSeq)}
+	raw := &rawRun{lib: lib.Name, round: round, monitor: monitor, key: harness.Key("bench:sem", lib.Name)}
 	inst, err := lib.Open(srv.Addr)
 	if err != nil {
 		return nil, err
@@ -60,9 +57,9 @@ func runContended(ctx context.Context, srv *redisserver.Server, lib sems.Library
 	if err := probe.Ping(ctx).Err(); err != nil {
 		return nil, err
 	}
-	raw.Outcome, err = harness.Execute(ctx, harness.Run{Env: workerEnv, Procs: o.procs,
+	raw.Outcome, err = harness.Execute(ctx, harness.Run{Procs: o.procs,
 		Config: harness.Config{Lib: lib.Name, Addr: srv.Addr, Key: raw.key, Goroutines: o.goroutines, Hold: o.hold,
-			Warmup: o.warmup, Duration: o.duration, Timeout: o.acquireTimeout},
+			Warmup: o.Warmup, Duration: o.Duration, Timeout: o.Timeout},
 		During: func(_, we int64) { raw.pings = pingProbe(ctx, probe, we) },
 	})
 	if err != nil {

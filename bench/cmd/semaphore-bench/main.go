@@ -29,9 +29,6 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/holdfast-go/holdfast/bench/internal/cli"
@@ -42,109 +39,61 @@ import (
 )
 
 type options struct {
-	out            string
-	jsonOut        string
-	quick          bool
-	permits        int
-	procs          int
-	goroutines     int
-	hold           time.Duration
-	duration       time.Duration
-	warmup         time.Duration
-	rounds         int
-	monitor        bool
-	uncRounds      int
-	cycles         int
-	acquireTimeout time.Duration
-	libNames       string
-	redisBin       string
-	contended      bool
+	cli.Flags
+	permits         int
+	procs           int
+	goroutines      int
+	hold            time.Duration
+	contendedRounds int
+	monitor         bool
+	contended       bool
 }
 
 func main() {
-	log.SetFlags(0)
-	log.SetPrefix("semaphore-bench: ")
-	if harness.ServeWorker(workerEnv, runWorker) {
-		return
-	}
 	var o options
-	flag.StringVar(&o.out, "out", "out", "directory for semaphore.md")
-	flag.StringVar(&o.jsonOut, "json", "", "also write the summarised results as JSON to this file")
-	flag.BoolVar(&o.quick, "quick", false, "short run: 1 s windows, 1 round, fewer uncontended cycles")
+	o.Setup("semaphore-bench", "semaphore.md", "1 s windows, 1 round, fewer uncontended cycles", "summarised results", runWorker)
+	o.Contended("run", cli.Deadline{Flag: "acquire-timeout", Call: "Acquire", Default: 10 * time.Second},
+		"semaphores to run (default all)", cli.Semaphores(sems.All()).AllNames())
+	o.Uncontended("unc-rounds", "row per round", 400, 200)
 	flag.IntVar(&o.permits, "permits", 4, "permits of the contended semaphore")
 	flag.IntVar(&o.procs, "procs", 4, "worker processes of the contended runs")
 	flag.IntVar(&o.goroutines, "goroutines", 8, "goroutines per worker process")
 	flag.DurationVar(&o.hold, "hold", time.Millisecond, "how long each acquisition holds its permit (time.Sleep)")
-	flag.DurationVar(&o.duration, "duration", 0, "measured window of each contended run (default 3s, -quick 1s)")
-	flag.DurationVar(&o.warmup, "warmup", 0, "unmeasured start of each contended run (default 500ms, -quick 300ms)")
-	flag.IntVar(&o.rounds, "rounds", 0, "contended rounds per library, merged (default 3, -quick 1)")
+	o.IntVar(&o.contendedRounds, "rounds", 3, 1, "contended rounds per library, merged")
 	flag.BoolVar(&o.monitor, "monitor", true, "one more contended round per library under MONITOR (server-side idle check)")
-	flag.IntVar(&o.uncRounds, "unc-rounds", 0, "uncontended rounds (default 10, -quick 3)")
-	flag.IntVar(&o.cycles, "cycles", 0, "uncontended cycles per row per round (default 400, -quick 200)")
-	flag.DurationVar(&o.acquireTimeout, "acquire-timeout", 10*time.Second, "deadline of each Acquire call")
-	flag.StringVar(&o.libNames, "libs", "", "comma-separated semaphores to run (default all): "+strings.Join(catalog().Names(sems.All()), ","))
-	flag.StringVar(&o.redisBin, "redis-server", "", "redis-server binary (default: from PATH, else /usr/bin/redis-server)")
 	flag.BoolVar(&o.contended, "contended", true, "run the contended scenario")
-	flag.Parse()
-	setDefaults(&o)
-	if err := run(o); err != nil {
-		log.Fatal(err)
-	}
+	o.Run(func(ctx context.Context) error { return run(ctx, o) })
 }
 
-func setDefaults(o *options) {
-	cli.Default(&o.duration, 3*time.Second, time.Second, o.quick)
-	cli.Default(&o.warmup, 500*time.Millisecond, 300*time.Millisecond, o.quick)
-	cli.Default(&o.rounds, 3, 1, o.quick)
-	cli.Default(&o.uncRounds, 10, 3, o.quick)
-	cli.Default(&o.cycles, 400, 200, o.quick)
-	o.redisBin = cli.RedisServer(o.redisBin)
-}
-
-// catalog is the semaphores this command can run.
-func catalog() cli.Catalog[sems.Library] {
-	return cli.Catalog[sems.Library]{All: sems.All(), Name: func(l sems.Library) string { return l.Name }, One: "semaphore", Many: "semaphores"}
-}
-
-// libRow is a semaphore's row in the report's table of semaphores.
-func libRow(l sems.Library) (name, version, settings string) { return l.Name, l.Version(), l.Settings }
-
-func run(o options) error {
-	started := time.Now()
-	ctx := context.Background()
-	selected, srv, err := cli.Start(ctx, o.redisBin, o.libNames, catalog())
+func run(ctx context.Context, o options) error {
+	selected, srv, err := cli.Start(&o.Flags, cli.Semaphores(sems.All()))
 	if err != nil {
 		return err
 	}
 	defer srv.Stop()
-	res := &results{Started: started.UTC(), Opts: o, Libs: selected, Env: report.Machine(srv.Version(), o.redisBin).Without("OS"),
+	res := &results{Started: srv.Started, Opts: o, Libs: selected, Env: srv.Env.Without("OS"),
 		Contended: map[string]*runStats{}, Monitored: map[string]*runStats{}}
 
-	log.Printf("uncontended: %d rounds × %d cycles per row", o.uncRounds, o.cycles)
-	if res.Uncontended, err = runUncontended(ctx, srv, selected, o.uncRounds, o.cycles); err != nil {
+	log.Printf("uncontended: %d rounds × %d cycles per row", o.Rounds, o.Cycles)
+	if res.Uncontended, err = runUncontended(ctx, srv.Server, selected, o.Rounds, o.Cycles); err != nil {
 		return fmt.Errorf("uncontended: %w", err)
 	}
 
 	if o.contended {
-		runRounds(ctx, srv, selected, res, o)
+		runRounds(ctx, srv.Server, selected, res, o)
 	}
-	res.Elapsed = time.Since(started)
+	res.Elapsed = srv.Elapsed()
 
-	md := renderMarkdown(res)
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
+	out := o.Output()
+	path, err := out.Write("semaphore.md", renderMarkdown(res))
+	if err != nil {
 		return err
 	}
-	path := filepath.Join(o.out, "semaphore.md")
-	if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
+	if err := out.WriteJSON(res.summary()); err != nil {
 		return err
-	}
-	if o.jsonOut != "" {
-		if err := cli.WriteJSON(o.jsonOut, res.summary()); err != nil {
-			return err
-		}
 	}
 	fmt.Print(renderTables(res))
-	log.Printf("wrote %s (%.0f s)", path, time.Since(started).Seconds())
+	out.Wrote(path, 0, srv.Elapsed())
 	return nil
 }
 
@@ -152,12 +101,12 @@ func run(o options) error {
 // rotating from round to round, and merges each library's rounds into
 // res.Contended; the MONITOR round, if any, goes to res.Monitored.
 func runRounds(ctx context.Context, srv *redisserver.Server, selected []sems.Library, res *results, o options) {
-	total := o.rounds
+	total := o.contendedRounds
 	if o.monitor {
 		total++
 	}
 	for round := range total {
-		monitor := round == o.rounds
+		monitor := round == o.contendedRounds
 		dst := res.Contended
 		if monitor {
 			dst = res.Monitored

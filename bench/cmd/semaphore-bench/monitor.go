@@ -1,15 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/holdfast-go/holdfast/bench/internal/monoclock"
+	"github.com/holdfast-go/holdfast/bench/internal/redisserver"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -28,7 +27,7 @@ type counterEvent struct {
 // string key changed only by INCRBY and DECRBY (Redisson's layout; the
 // peers' by design), so the feed gives the server's exact free-permit time line.
 type counterMonitor struct {
-	conn   net.Conn
+	*redisserver.Monitor
 	key    string
 	offset int64 // CLOCK_REALTIME − CLOCK_MONOTONIC, ns
 	done   chan struct{}
@@ -38,58 +37,45 @@ type counterMonitor struct {
 }
 
 func startCounterMonitor(addr, key string) (*counterMonitor, error) {
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	mon, err := redisserver.StartMonitor(addr)
 	if err != nil {
 		return nil, err
 	}
-	m := &counterMonitor{conn: conn, key: key, offset: realtimeOffset(), done: make(chan struct{}),
+	m := &counterMonitor{Monitor: mon, key: key, offset: realtimeOffset(), done: make(chan struct{}),
 		marker: fmt.Sprintf("semaphore-bench-monitor-end-%d", time.Now().UnixNano())}
-	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
-		_ = conn.Close()
-		return nil, err
-	}
-	r := bufio.NewReaderSize(conn, 1<<20)
-	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if line, err := r.ReadString('\n'); err != nil || strings.TrimSpace(line) != "+OK" {
-		_ = conn.Close()
-		return nil, fmt.Errorf("MONITOR: %q, %v", line, err)
-	}
-	_ = conn.SetReadDeadline(time.Time{})
-	go m.read(r)
+	go func() {
+		defer close(m.done)
+		m.err = m.Each(m.line)
+	}()
 	return m, nil
 }
 
-func (m *counterMonitor) read(r *bufio.Reader) {
-	defer close(m.done)
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			m.err = err
-			return
-		}
-		if strings.Contains(line, m.marker) {
-			return
-		}
-		if !strings.Contains(line, m.key) {
-			continue
-		}
-		ts, args, ok := splitMonitorLine(strings.TrimRight(line, "\r\n"))
-		if !ok || len(args) != 3 || args[1] != m.key {
-			continue
-		}
-		n, err := strconv.ParseInt(args[2], 10, 64)
-		if err != nil {
-			continue
-		}
-		switch strings.ToLower(args[0]) {
-		case "incrby":
-		case "decrby":
-			n = -n
-		default:
-			continue
-		}
-		m.events = append(m.events, counterEvent{T: ts - m.offset, Delta: n})
+// line keeps the line's counter change, if it is one; it returns false at
+// the end marker.
+func (m *counterMonitor) line(line string) bool {
+	if strings.Contains(line, m.marker) {
+		return false
 	}
+	if !strings.Contains(line, m.key) {
+		return true
+	}
+	c, ok := redisserver.ParseMonitorLine(line)
+	if !ok || len(c.Args) != 3 || c.Args[1] != m.key {
+		return true
+	}
+	n, err := strconv.ParseInt(c.Args[2], 10, 64)
+	if err != nil {
+		return true
+	}
+	switch strings.ToLower(c.Args[0]) {
+	case "incrby":
+	case "decrby":
+		n = -n
+	default:
+		return true
+	}
+	m.events = append(m.events, counterEvent{T: c.T - m.offset, Delta: n})
+	return true
 }
 
 // stop sends the end marker through rdb, waits until the feed reaches it and
@@ -109,50 +95,7 @@ func (m *counterMonitor) stop(rdb *redis.Client) ([]counterEvent, error) {
 	return m.events, nil
 }
 
-func (m *counterMonitor) close() { _ = m.conn.Close() }
-
-// splitMonitorLine splits `+1700000000.123456 [0 lua] "decrby" "k" "1"` into
-// the time (ns since the epoch) and the unquoted arguments.
-func splitMonitorLine(line string) (ts int64, args []string, ok bool) {
-	line = strings.TrimPrefix(line, "+")
-	head, rest, ok := strings.Cut(line, " [")
-	if !ok {
-		return 0, nil, false
-	}
-	sec, usec, ok := strings.Cut(head, ".")
-	if !ok {
-		return 0, nil, false
-	}
-	s, err1 := strconv.ParseInt(sec, 10, 64)
-	u, err2 := strconv.ParseInt(usec, 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, nil, false
-	}
-	_, rest, ok = strings.Cut(rest, "] ")
-	if !ok {
-		return 0, nil, false
-	}
-	for len(rest) > 0 {
-		rest = strings.TrimLeft(rest, " ")
-		if !strings.HasPrefix(rest, "\"") {
-			break
-		}
-		var b strings.Builder
-		i := 1
-		for ; i < len(rest) && rest[i] != '"'; i++ {
-			if rest[i] == '\\' && i+1 < len(rest) {
-				i++
-			}
-			b.WriteByte(rest[i])
-		}
-		args = append(args, b.String())
-		if i >= len(rest) {
-			break
-		}
-		rest = rest[i+1:]
-	}
-	return s*1e9 + u*1e3, args, len(args) > 0
-}
+func (m *counterMonitor) close() { _ = m.Close() }
 
 // realtimeOffset returns CLOCK_REALTIME − CLOCK_MONOTONIC in ns, from the
 // tightest of a few back-to-back readings.

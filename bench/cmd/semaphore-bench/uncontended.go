@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"runtime"
-	"slices"
 
 	"github.com/holdfast-go/holdfast/bench/internal/harness"
 	"github.com/holdfast-go/holdfast/bench/internal/libs"
@@ -37,12 +35,8 @@ type uncRow struct {
 // permit per semaphore, then runs a counting batch of cycles ops per row
 // alone for round trips, server commands and allocations.
 func runUncontended(ctx context.Context, srv *redisserver.Server, ls []sems.Library, rounds, cycles int) ([]*uncRow, error) {
-	var closers []func()
-	defer func() {
-		for _, c := range slices.Backward(closers) {
-			c()
-		}
-	}()
+	var closers harness.Closers
+	defer closers.Close()
 	rows, err := uncontendedRows(ctx, srv.Addr, ls, &closers)
 	if err != nil {
 		return nil, err
@@ -55,7 +49,7 @@ func runUncontended(ctx context.Context, srv *redisserver.Server, ls []sems.Libr
 		}
 		ops[i] = r.Op
 	}
-	lat, err := harness.TimeInterleaved(ctx, ops, rounds, cycles)
+	lat, err := harness.TimeInterleaved(ctx, ops, rounds, cycles, harness.TimedRun)
 	if err != nil {
 		return nil, err
 	}
@@ -73,16 +67,16 @@ func runUncontended(ctx context.Context, srv *redisserver.Server, ls []sems.Libr
 // uncontendedRows opens the clients and libraries (adding what closes them
 // to closers) and returns the rows: PING, holdfast's Mutex cycle, then per
 // semaphore its Acquire+Release and, if it has one, its TryAcquire+Release.
-func uncontendedRows(ctx context.Context, addr string, ls []sems.Library, closers *[]func()) ([]*uncRow, error) {
+func uncontendedRows(ctx context.Context, addr string, ls []sems.Library, closers *harness.Closers) ([]*uncRow, error) {
 	rdb, rdbRT := libs.NewGoRedis(addr)
-	*closers = append(*closers, func() { _ = rdb.Close() })
+	closers.Add(rdb.Close)
 	rows := []*uncRow{{Op: harness.Op{Name: rowPing, Run: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}, rt: rdbRT}}
 	if ml, ok := libs.ByName(libs.Holdfast); ok {
 		inst, err := ml.Open(addr)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", ml.Name, err)
 		}
-		*closers = append(*closers, func() { _ = inst.Close() })
+		closers.Add(inst.Close)
 		lk := inst.NewLocker("bench:uncontended:mutex")
 		rows = append(rows, &uncRow{Op: harness.Op{Name: rowMutex, Run: harness.Cycle(lk.Lock)}, rt: inst.RoundTrips})
 	}
@@ -91,7 +85,7 @@ func uncontendedRows(ctx context.Context, addr string, ls []sems.Library, closer
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", l.Name, err)
 		}
-		*closers = append(*closers, func() { _ = inst.Close() })
+		closers.Add(inst.Close)
 		name := "bench:uncontended:" + l.Name
 		if err := inst.Init(ctx, name, 4); err != nil {
 			return nil, fmt.Errorf("%s init: %w", l.Name, err)
@@ -108,25 +102,11 @@ func uncontendedRows(ctx context.Context, addr string, ls []sems.Library, closer
 // count runs n ops of the row alone and sets its round trips, server
 // commands, scripts and allocations per op.
 func (r *uncRow) count(ctx context.Context, statsClient *redis.Client, n int) error {
-	before, err := redisserver.ReadCommandStats(ctx, statsClient)
-	if err != nil {
+	var c harness.Cost
+	if err := c.Count(ctx, statsClient, r.Op, r.rt, nil, n); err != nil {
 		return err
 	}
-	var m0, m1 runtime.MemStats
-	runtime.ReadMemStats(&m0)
-	rt0 := r.rt()
-	if err := r.Repeat(ctx, n); err != nil {
-		return err
-	}
-	rt1 := r.rt()
-	runtime.ReadMemStats(&m1)
-	after, err := redisserver.ReadCommandStats(ctx, statsClient)
-	if err != nil {
-		return err
-	}
-	cmds, scripts := after.Delta(before)
-	fn := float64(n)
-	r.RT, r.Cmds, r.Scr = float64(rt1-rt0)/fn, float64(cmds)/fn, float64(scripts)/fn
-	r.Alloc = float64(m1.Mallocs-m0.Mallocs) / fn
+	r.RT, r.Cmds, r.Scr = c.Per(float64(c.RT)), c.Per(float64(c.Cmds)), c.Per(float64(c.Scripts))
+	r.Alloc = c.Per(float64(c.Mallocs))
 	return nil
 }

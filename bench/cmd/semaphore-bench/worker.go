@@ -1,17 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"time"
 
 	"github.com/holdfast-go/holdfast/bench/internal/harness"
 	"github.com/holdfast-go/holdfast/bench/internal/sems"
 )
-
-// workerEnv carries a worker's JSON configuration; its presence makes the
-// binary run as a worker.
-const workerEnv = "HOLDFAST_SEMAPHORE_BENCH_WORKER"
 
 // runWorker is a worker process: it opens the library, takes and gives back
 // one permit (connections, scripts, subscriptions), and serves the run with
@@ -25,19 +19,8 @@ func runWorker(cfg harness.Config) error {
 	if err != nil {
 		return err
 	}
-	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	release, err := inst.NewSem(cfg.Key).Acquire(wctx)
-	if err == nil {
-		err = release(wctx)
-	}
-	wcancel()
-	if err != nil {
-		return fmt.Errorf("warm-up Acquire/Release: %w", err)
-	}
-	acquire := make([]harness.Acquire, cfg.Goroutines)
-	for i := range acquire {
-		acquire[i] = inst.NewSem(cfg.Key).Acquire
-	}
-	w := &harness.Worker{Config: cfg, Acquire: acquire, RoundTrips: inst.RoundTrips, Close: inst.Close, ReleaseName: "release"}
+	newAcquire := func(int) harness.Acquire { return inst.NewSem(cfg.Key).Acquire }
+	w := &harness.Worker{Config: cfg, Warm: newAcquire(-1), Acquire: newAcquire, RoundTrips: inst.RoundTrips, Close: inst.Close,
+		Verbs: harness.SemaphoreVerbs}
 	return w.Serve()
 }

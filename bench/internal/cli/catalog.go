@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"log"
 	"strings"
+	"time"
 
+	"github.com/holdfast-go/holdfast/bench/internal/libs"
 	"github.com/holdfast-go/holdfast/bench/internal/redisserver"
+	"github.com/holdfast-go/holdfast/bench/internal/report"
+	"github.com/holdfast-go/holdfast/bench/internal/sems"
 )
 
 // Catalog is what a command chooses from by name on its command line: the
@@ -24,6 +28,16 @@ type Catalog[T any] struct {
 	Hint string
 }
 
+// Libraries is the catalog of the lock libraries all.
+func Libraries(all []libs.Library) Catalog[libs.Library] {
+	return Catalog[libs.Library]{All: all, Name: func(l libs.Library) string { return l.Name }, One: "library", Many: "libraries"}
+}
+
+// Semaphores is the catalog of the semaphores all.
+func Semaphores(all []sems.Library) Catalog[sems.Library] {
+	return Catalog[sems.Library]{All: all, Name: func(l sems.Library) string { return l.Name }, One: "semaphore", Many: "semaphores"}
+}
+
 // Names returns the name of each of ls.
 func (c Catalog[T]) Names(ls []T) []string {
 	out := make([]string, len(ls))
@@ -32,6 +46,9 @@ func (c Catalog[T]) Names(ls []T) []string {
 	}
 	return out
 }
+
+// AllNames returns the name of each member.
+func (c Catalog[T]) AllNames() []string { return c.Names(c.All) }
 
 // Select returns the members named in the comma-separated list names, in
 // the list's order, or all of them when names is empty.
@@ -59,21 +76,36 @@ func (c Catalog[T]) hint() string {
 	if c.Hint != "" {
 		return c.Hint
 	}
-	return "have " + strings.Join(c.Names(c.All), ", ")
+	return "have " + strings.Join(c.AllNames(), ", ")
 }
 
-// Start begins a command's run: it selects the members of c named in names
-// (see Select), starts a private redis-server from bin (see
-// redisserver.Start) and logs both. The caller stops the server.
-func Start[T any](ctx context.Context, bin, names string, c Catalog[T]) ([]T, *redisserver.Server, error) {
-	selected, err := c.Select(names)
+// Server is a command's private redis-server, with when the run started
+// and the facts of the machine (report.Machine) for its report.
+type Server struct {
+	*redisserver.Server
+	// Started is the run's start (UTC), Env the machine.
+	Started time.Time
+	Env     report.Facts
+
+	start time.Time
+}
+
+// Elapsed returns the time since the run started.
+func (s *Server) Elapsed() time.Duration { return time.Since(s.start) }
+
+// Start begins a command's run: it selects the members of c named in
+// f.LibNames (see Select), starts a private redis-server from f.RedisBin
+// (see redisserver.Start) and logs both. The caller stops the server.
+func Start[T any](f *Flags, c Catalog[T]) ([]T, *Server, error) {
+	start := time.Now()
+	selected, err := c.Select(f.LibNames)
 	if err != nil {
 		return nil, nil, err
 	}
-	srv, err := redisserver.Start(ctx, bin)
+	srv, err := redisserver.Start(context.Background(), f.RedisBin)
 	if err != nil {
 		return nil, nil, err
 	}
 	log.Printf("redis-server %s on %s; %s: %s", srv.Version(), srv.Addr, c.Many, strings.Join(c.Names(selected), ", "))
-	return selected, srv, nil
+	return selected, &Server{Server: srv, Started: start.UTC(), Env: report.Machine(srv.Version(), f.RedisBin), start: start}, nil
 }

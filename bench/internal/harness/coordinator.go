@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/holdfast-go/holdfast/bench/internal/monoclock"
@@ -20,9 +21,6 @@ import (
 
 // Run is one contended run as the coordinator sees it.
 type Run struct {
-	// Env is the environment variable that carries a worker's Config (the
-	// one the command passes to ServeWorker).
-	Env string
 	// Procs is how many worker processes run.
 	Procs int
 	// Config goes to every worker, with its own Proc.
@@ -31,6 +29,14 @@ type Run struct {
 	// window's start (ws) and is waited for after the window's end (we);
 	// times are CLOCK_MONOTONIC ns.
 	During func(ws, we int64)
+}
+
+var runSeq atomic.Int64
+
+// Key returns a name no run of this process has used before:
+// prefix:lib:N.
+func Key(prefix, lib string) string {
+	return fmt.Sprintf("%s:%s:%d", prefix, lib, runSeq.Add(1))
 }
 
 // Outcome is what the workers of one run reported, with the measured window
@@ -46,8 +52,8 @@ type Outcome struct {
 	Procs, Goroutines int
 }
 
-// Execute starts r.Procs worker processes (the running binary, with r.Env
-// set), waits until all are READY, gives them one start time 50 ms ahead,
+// Execute starts r.Procs worker processes (the running binary, with
+// WorkerEnv set), waits until all are READY, gives them one start time 50 ms ahead,
 // reads INFO commandstats at the measured window's start and end, and
 // collects the workers' Results.
 func Execute(ctx context.Context, r Run) (*Outcome, error) {
@@ -60,7 +66,7 @@ func Execute(ctx context.Context, r Run) (*Outcome, error) {
 	for p := range r.Procs {
 		cfg := r.Config
 		cfg.Proc = p
-		w, err := startProc(r.Env, cfg)
+		w, err := startProc(cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -128,8 +134,8 @@ type proc struct {
 	stderr *bytes.Buffer
 }
 
-// startProc re-executes the running binary with cfg in the variable env.
-func startProc(env string, cfg Config) (*proc, error) {
+// startProc re-executes the running binary with cfg in WorkerEnv.
+func startProc(cfg Config) (*proc, error) {
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err
@@ -139,7 +145,7 @@ func startProc(env string, cfg Config) (*proc, error) {
 		return nil, err
 	}
 	cmd := exec.Command(self)
-	cmd.Env = append(os.Environ(), env+"="+string(b))
+	cmd.Env = append(os.Environ(), WorkerEnv+"="+string(b))
 	w := &proc{cmd: cmd, stderr: &bytes.Buffer{}}
 	cmd.Stderr = w.stderr
 	if w.stdin, err = cmd.StdinPipe(); err != nil {

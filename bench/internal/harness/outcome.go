@@ -1,5 +1,7 @@
 package harness
 
+import "github.com/holdfast-go/holdfast/bench/internal/stats"
+
 // InWindow reports whether t (CLOCK_MONOTONIC ns) lies in the measured
 // window.
 func (o *Outcome) InWindow(t int64) bool { return t >= o.WS && t < o.WE }
@@ -81,4 +83,28 @@ func (o *Outcome) WindowCalls() (calls []Ended, failed, pending int) {
 		calls = append(calls, Ended{c, end})
 	}
 	return calls, failed, pending
+}
+
+// Seconds returns the measured window's length in seconds.
+func (o *Outcome) Seconds() float64 { return float64(o.WE-o.WS) / 1e9 }
+
+// Waits returns the waits of the acquire calls WindowCalls returns, with
+// how many there were, failed and were still waiting.
+func (o *Outcome) Waits() (waits stats.Dist, calls, failed, pending int) {
+	ended, failed, pending := o.WindowCalls()
+	w := make([]int64, 0, len(ended))
+	for _, c := range ended {
+		w = append(w, c.Wait())
+	}
+	return stats.NewDist(w), len(ended), failed, pending
+}
+
+// PerAcq returns the round trips, server commands and scripts per
+// acquisition (0 without acquisitions).
+func PerAcq(acq int, rt, cmds, scripts int64) (rtPer, cmdPer, scrPer float64) {
+	if acq == 0 {
+		return 0, 0, 0
+	}
+	n := float64(acq)
+	return float64(rt) / n, float64(cmds) / n, float64(scripts) / n
 }

@@ -38,13 +38,28 @@ func TestOutcomeCounts(t *testing.T) {
 }
 
 func TestWindowCalls(t *testing.T) {
-	calls, failed, pending := outcome().WindowCalls()
-	var waits []int64
-	for _, c := range calls {
-		waits = append(waits, c.Wait())
+	waits, calls, failed, pending := outcome().Waits()
+	if !slices.Equal(waits, []int64{15, 20, 55}) || calls != 3 || failed != 1 || pending != 1 {
+		t.Errorf("Waits: %v, calls %d, failed %d, pending %d; want [15 20 55], 3, 1, 1", waits, calls, failed, pending)
 	}
-	if !slices.Equal(waits, []int64{15, 55, 20}) || failed != 1 || pending != 1 {
-		t.Errorf("WindowCalls: waits %v, failed %d, pending %d; want [15 55 20], 1, 1", waits, failed, pending)
+	if s := outcome().Seconds(); s != 100e-9 {
+		t.Errorf("Seconds = %g, want 1e-7", s)
+	}
+}
+
+func TestPerAcq(t *testing.T) {
+	if rt, cmds, scr := PerAcq(4, 10, 20, 2); rt != 2.5 || cmds != 5 || scr != 0.5 {
+		t.Errorf("PerAcq(4, 10, 20, 2) = %g, %g, %g", rt, cmds, scr)
+	}
+	if rt, cmds, scr := PerAcq(0, 10, 20, 2); rt != 0 || cmds != 0 || scr != 0 {
+		t.Errorf("PerAcq(0, …) = %g, %g, %g, want zeros", rt, cmds, scr)
+	}
+}
+
+func TestMatrix(t *testing.T) {
+	got := Matrix([]int{10, 20}, []int{1, 2, 3}, func(c, l int) int { return c + l })
+	if want := []int{11, 12, 13, 22, 23, 21}; !slices.Equal(got, want) {
+		t.Errorf("Matrix = %v, want %v", got, want)
 	}
 }
 

@@ -41,11 +41,14 @@ type Config struct {
 	Mode string `json:"mode,omitempty"`
 }
 
-// ServeWorker runs serve with the Config in the environment variable env,
-// if the variable is set, and reports whether it did. On an error it logs
-// it and exits.
-func ServeWorker(env string, serve func(Config) error) bool {
-	s := os.Getenv(env)
+// WorkerEnv is the environment variable that carries a worker's Config;
+// its presence makes a command's binary run as a worker.
+const WorkerEnv = "HOLDFAST_BENCH_WORKER"
+
+// ServeWorker runs serve with the Config in WorkerEnv, if the variable is
+// set, and reports whether it did. On an error it logs it and exits.
+func ServeWorker(serve func(Config) error) bool {
+	s := os.Getenv(WorkerEnv)
 	if s == "" {
 		return false
 	}
@@ -64,28 +67,51 @@ func ServeWorker(env string, serve func(Config) error) bool {
 // gives exactly that hold back.
 type Acquire func(ctx context.Context) (release func(context.Context) error, err error)
 
+// Verbs name an acquire and its release in errors.
+type Verbs struct{ Acquire, Release string }
+
+// The verbs of locks and of semaphores.
+var (
+	LockVerbs      = Verbs{"Lock", "Unlock"}
+	SemaphoreVerbs = Verbs{"Acquire", "Release"}
+)
+
 // Worker is the worker process's side of a contended run.
 type Worker struct {
 	Config Config
-	// Acquire holds one Acquire per goroutine.
-	Acquire []Acquire
+	// Warm takes a hold before the run, given back at once (connections,
+	// scripts, subscriptions), with a deadline of 10 s.
+	Warm Acquire
+	// Acquire returns goroutine g's acquire.
+	Acquire func(g int) Acquire
 	// RoundTrips reads the library client's round-trip counter.
 	RoundTrips func() int64
 	// Close releases the library's client.
 	Close func() error
-	// ReleaseName names the release in error counts ("unlock", "release").
-	ReleaseName string
+	// Verbs name the acquire and the release in errors.
+	Verbs Verbs
 
+	acquire []Acquire
 	stopped atomic.Bool
 	mu      sync.Mutex
 	errs    map[string]int
 }
 
-// Serve says READY on stdout, reads the start time (CLOCK_MONOTONIC ns) from
-// stdin, loops acquire, hold, release on every goroutine from the start until
-// the measured window ends, prints the Result and closes the library (giving
-// it 5 s).
+// Serve warms up, says READY on stdout, reads the start time
+// (CLOCK_MONOTONIC ns) from stdin, loops acquire, hold, release on every
+// goroutine from the start until the measured window ends, prints the
+// Result and closes the library (giving it 5 s).
 func (w *Worker) Serve() error {
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err := Cycle(w.Warm)(wctx)
+	wcancel()
+	if err != nil {
+		return fmt.Errorf("warm-up %s/%s: %w", w.Verbs.Acquire, w.Verbs.Release, err)
+	}
+	w.acquire = make([]Acquire, w.Config.Goroutines)
+	for g := range w.acquire {
+		w.acquire[g] = w.Acquire(g)
+	}
 	fmt.Println("READY")
 	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
 	if err != nil {
@@ -101,10 +127,10 @@ func (w *Worker) Serve() error {
 	root, stop := context.WithCancel(context.Background())
 	w.errs = map[string]int{}
 	res := Result{Proc: w.Config.Proc, Errors: w.errs}
-	recs := make([][]Call, len(w.Acquire))
+	recs := make([][]Call, len(w.acquire))
 	var wg sync.WaitGroup
 	monoclock.SleepUntil(start)
-	for g := range w.Acquire {
+	for g := range w.acquire {
 		wg.Go(func() { recs[g] = w.loop(root, g) })
 	}
 	monoclock.SleepUntil(ws)
@@ -126,7 +152,7 @@ func (w *Worker) Serve() error {
 
 // loop is goroutine g's acquire, hold, release loop; it returns its calls.
 func (w *Worker) loop(root context.Context, g int) []Call {
-	acquire := w.Acquire[g]
+	acquire := w.acquire[g]
 	out := make([]Call, 0, 1024)
 	for !w.stopped.Load() {
 		actx, acancel := context.WithTimeout(root, w.Config.Timeout)
@@ -157,7 +183,7 @@ func (w *Worker) loop(root context.Context, g int) []Call {
 		rcancel()
 		acancel() // after the release: rueidislock ties a lock to its acquire ctx
 		if rerr != nil {
-			w.countErr(w.ReleaseName+": ", rerr)
+			w.countErr(strings.ToLower(w.Verbs.Release)+": ", rerr)
 		}
 		out = append(out, Call{int64(g), Acquired, t0, t1, t2, t3})
 	}

@@ -113,24 +113,8 @@ func init() {
 		Settings: "as holdfast, with Client.NewSpinMutex(name): no pub/sub, waiters retry after Redisson's default " +
 			"back-off (1 ms doubling to 128 ms, plus up to n ms of jitter). " + GoRedisSettings,
 		Client: GoRedis,
-		Open: func(addr string) (Instance, error) {
-			return openHoldfast(addr, func(b goRedisBase, c *rlock.Client) Instance {
-				return &holdfastSpinInstance{goRedisBase: b, c: c}
-			})
-		},
+		Open:   openHoldfastKind(func(c *rlock.Client, name string) rlock.Locker { return c.NewSpinMutex(name) }),
 	})
-}
-
-type holdfastSpinInstance struct {
-	goRedisBase
-	c *rlock.Client
-}
-
-func (i *holdfastSpinInstance) NewLocker(name string) Locker { return lockerOf(i.c.NewSpinMutex(name)) }
-
-func (i *holdfastSpinInstance) Close() error { return closeHoldfast(i.c, i.goRedisBase) }
-
-func init() {
 	register(Library{
 		Name:   HoldfastFair,
 		Module: "github.com/holdfast-go/holdfast",
@@ -138,22 +122,29 @@ func init() {
 			"and each is woken on its own channel, in arrival order across processes; default fair wait timeout (5 min). " +
 			GoRedisSettings,
 		Client: GoRedis,
-		Open: func(addr string) (Instance, error) {
-			return openHoldfast(addr, func(b goRedisBase, c *rlock.Client) Instance {
-				return &holdfastFairInstance{goRedisBase: b, c: c}
-			})
-		},
+		Open:   openHoldfastKind(func(c *rlock.Client, name string) rlock.Locker { return c.NewFairMutex(name) }),
 	})
 }
 
-type holdfastFairInstance struct {
-	goRedisBase
-	c *rlock.Client
+// openHoldfastKind returns the Open of one of holdfast's other lock kinds,
+// whose lock called name newLock makes.
+func openHoldfastKind(newLock func(c *rlock.Client, name string) rlock.Locker) func(addr string) (Instance, error) {
+	return func(addr string) (Instance, error) {
+		return openHoldfast(addr, func(b goRedisBase, c *rlock.Client) Instance {
+			return &holdfastKindInstance{goRedisBase: b, c: c, newLock: newLock}
+		})
+	}
 }
 
-func (i *holdfastFairInstance) NewLocker(name string) Locker { return lockerOf(i.c.NewFairMutex(name)) }
+type holdfastKindInstance struct {
+	goRedisBase
+	c       *rlock.Client
+	newLock func(c *rlock.Client, name string) rlock.Locker
+}
 
-func (i *holdfastFairInstance) Close() error { return closeHoldfast(i.c, i.goRedisBase) }
+func (i *holdfastKindInstance) NewLocker(name string) Locker { return lockerOf(i.newLock(i.c, name)) }
+
+func (i *holdfastKindInstance) Close() error { return closeHoldfast(i.c, i.goRedisBase) }
 
 // NewReadLocker returns a Locker on the read side of the RWMutex called name
 // (Client.NewRWMutex(name).ReadLock()): every Lock call is a fresh owner, so

@@ -80,37 +80,58 @@ type Library struct {
 // Version returns the version of l.Module linked into this binary.
 func (l Library) Version() string { return ModuleVersion(l.Module) }
 
-var registry []Library
+// Row returns the library's row in a report's table of libraries.
+func (l Library) Row() (name, version, settings string) { return l.Name, l.Version(), l.Settings }
 
-func register(l Library) { registry = append(registry, l) }
+var registry = NewRegistry(func(l Library) string { return l.Name })
+
+func register(l Library) { registry.Add(l) }
 
 // All returns the registered libraries, holdfast first when it is built in.
-func All() []Library {
-	out := make([]Library, 0, len(registry))
-	for _, l := range registry {
-		if IsHoldfast(l.Name) {
-			out = append(out, l)
-		}
-	}
-	for _, l := range registry {
-		if !IsHoldfast(l.Name) {
-			out = append(out, l)
+func All() []Library { return registry.All() }
+
+// ByName finds a registered library.
+func ByName(name string) (Library, bool) { return registry.ByName(name) }
+
+// IsHoldfast reports whether the library is one of holdfast's (not a peer).
+func IsHoldfast(name string) bool { return strings.HasPrefix(name, Holdfast) }
+
+// Registry holds the implementations under test of one kind (locks,
+// semaphores), in the order they registered.
+type Registry[T any] struct {
+	list []T
+	name func(T) string
+}
+
+// NewRegistry returns an empty Registry; name gives an implementation's
+// name.
+func NewRegistry[T any](name func(T) string) *Registry[T] { return &Registry[T]{name: name} }
+
+// Add registers l.
+func (r *Registry[T]) Add(l T) { r.list = append(r.list, l) }
+
+// All returns the registered implementations, holdfast's first.
+func (r *Registry[T]) All() []T {
+	var out []T
+	for _, holdfast := range []bool{true, false} {
+		for _, l := range r.list {
+			if IsHoldfast(r.name(l)) == holdfast {
+				out = append(out, l)
+			}
 		}
 	}
 	return out
 }
 
-// IsHoldfast reports whether the library is one of holdfast's locks (not a peer).
-func IsHoldfast(name string) bool { return strings.HasPrefix(name, Holdfast) }
-
-// ByName finds a registered library.
-func ByName(name string) (Library, bool) {
-	for _, l := range registry {
-		if l.Name == name {
+// ByName finds a registered implementation.
+func (r *Registry[T]) ByName(name string) (T, bool) {
+	for _, l := range r.list {
+		if r.name(l) == name {
 			return l, true
 		}
 	}
-	return Library{}, false
+	var zero T
+	return zero, false
 }
 
 // Names of holdfast's locks in the tables (all begin with Holdfast).

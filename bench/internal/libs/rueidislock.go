@@ -19,25 +19,33 @@ func init() {
 			"around rueidis.Client (ClientBuilder) that counts Do and DoMulti calls.",
 		Client: Rueidis,
 		Open: func(addr string) (Instance, error) {
-			cnt := &atomic.Int64{}
-			l, err := rueidislock.NewLocker(rueidislock.LockerOption{
-				ClientOption:   rueidis.ClientOption{InitAddress: []string{addr}},
-				KeyMajority:    1,
-				NoLoopTracking: true,
-				ClientBuilder: func(o rueidis.ClientOption) (rueidis.Client, error) {
-					c, err := rueidis.NewClient(o)
-					if err != nil {
-						return nil, err
-					}
-					return &CountingRueidis{Client: c, N: cnt}, nil
-				},
-			})
+			l, cnt, err := NewRueidisLocker(addr)
 			if err != nil {
 				return nil, err
 			}
 			return &rueidislockInstance{l: l, n: cnt}, nil
 		},
 	})
+}
+
+// NewRueidisLocker opens a rueidislock.Locker on the server at addr with its
+// README's single-Redis settings (KeyMajority 1, NoLoopTracking), whose
+// client counts its round trips (CountingRueidis) in the counter returned.
+func NewRueidisLocker(addr string) (rueidislock.Locker, *atomic.Int64, error) {
+	cnt := &atomic.Int64{}
+	l, err := rueidislock.NewLocker(rueidislock.LockerOption{
+		ClientOption:   rueidis.ClientOption{InitAddress: []string{addr}},
+		KeyMajority:    1,
+		NoLoopTracking: true,
+		ClientBuilder: func(o rueidis.ClientOption) (rueidis.Client, error) {
+			c, err := rueidis.NewClient(o)
+			if err != nil {
+				return nil, err
+			}
+			return &CountingRueidis{Client: c, N: cnt}, nil
+		},
+	})
+	return l, cnt, err
 }
 
 type rueidislockInstance struct {

@@ -36,10 +36,11 @@ type Axes struct {
 	YMin, YFloor float64     // YMin: the y axis starts here unless LogY; YFloor: log-scale floor
 }
 
-// Lines draws the series as lines with a circle at each point and writes
-// the PNG to file. It reports false, writing nothing, when no series has a
-// point.
-func Lines(a Axes, series []Series, file string) (bool, error) {
+// Ref is a written plot: its file under img/ and its title.
+type Ref struct{ File, Title string }
+
+// New returns a plot with axes a: title, labels, grid, scales and ticks.
+func New(a Axes) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = a.Title
 	p.X.Label.Text = a.X
@@ -58,6 +59,28 @@ func Lines(a Axes, series []Series, file string) (bool, error) {
 	} else {
 		p.Y.Min = a.YMin
 	}
+	return p
+}
+
+// Style draws line, and scatter's circles unless it is nil, in colour i of
+// plotutil's palette; dashed draws the line dashed.
+func Style(line *plotter.Line, scatter *plotter.Scatter, i int, dashed bool) {
+	line.Color = plotutil.Color(i)
+	line.Width = vg.Points(1.6)
+	if dashed {
+		line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+	}
+	if scatter != nil {
+		scatter.Color = plotutil.Color(i)
+		scatter.Shape = draw.CircleGlyph{}
+	}
+}
+
+// Lines draws the series as lines with a circle at each point and writes
+// the PNG to file. It reports false, writing nothing, when no series has a
+// point.
+func Lines(a Axes, series []Series, file string) (bool, error) {
+	p := New(a)
 	drawn := false
 	for _, s := range series {
 		pts := visible(s.Points, a)
@@ -68,13 +91,7 @@ func Lines(a Axes, series []Series, file string) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		line.Color = plotutil.Color(s.Color)
-		line.Width = vg.Points(1.6)
-		if s.Dashed {
-			line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
-		}
-		scatter.Color = plotutil.Color(s.Color)
-		scatter.Shape = draw.CircleGlyph{}
+		Style(line, scatter, s.Color, s.Dashed)
 		p.Add(line, scatter)
 		p.Legend.Add(s.Name, line)
 		drawn = true

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -22,7 +23,7 @@ func StartMonitor(addr string) (*Monitor, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Monitor{conn: conn, r: bufio.NewReader(conn)}
+	m := &Monitor{conn: conn, r: bufio.NewReaderSize(conn, 1<<20)}
 	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
 		_ = conn.Close()
 		return nil, err
@@ -31,7 +32,22 @@ func StartMonitor(addr string) (*Monitor, error) {
 		_ = conn.Close()
 		return nil, fmt.Errorf("MONITOR: %q, %v", line, err)
 	}
+	_ = conn.SetReadDeadline(time.Time{})
 	return m, nil
+}
+
+// Each calls fn with every line of the feed until fn returns false (Each
+// then returns nil) or the feed fails.
+func (m *Monitor) Each(fn func(line string) bool) error {
+	for {
+		line, err := m.r.ReadString('\n')
+		if err != nil {
+			return err
+		}
+		if !fn(strings.TrimRight(line, "\r\n")) {
+			return nil
+		}
+	}
 }
 
 // Close ends the feed.
@@ -60,12 +76,13 @@ func (m *Monitor) NestedShares(marker string, timeout time.Duration) (map[string
 		if strings.Contains(line, marker) {
 			break
 		}
-		name, fromScript, ok := parseMonitorLine(line)
+		c, ok := ParseMonitorLine(line)
 		if !ok {
 			continue
 		}
+		name := strings.ToLower(c.Args[0])
 		all[name]++
-		if fromScript {
+		if c.Script {
 			nested[name]++
 		}
 	}
@@ -76,13 +93,58 @@ func (m *Monitor) NestedShares(marker string, timeout time.Duration) (map[string
 	return shares, nil
 }
 
-// parseMonitorLine splits `+1700000000.000000 [0 lua] "SET" "k" "v"` into the
-// command name ("set") and whether a script ran it.
-func parseMonitorLine(line string) (name string, fromScript, ok bool) {
-	head, rest, ok := strings.Cut(line, "] \"")
+// MonitorLine is one command of a MONITOR feed.
+type MonitorLine struct {
+	// T is the server's time of the command (ns since the epoch), taken as
+	// it fed the command to monitors, right after running it.
+	T int64
+	// Script tells whether a script ran the command.
+	Script bool
+	// Args are the command's name and arguments, unquoted.
+	Args []string
+}
+
+// ParseMonitorLine parses a line of a MONITOR feed, such as
+// `+1700000000.123456 [0 lua] "decrby" "k" "1"`.
+func ParseMonitorLine(line string) (c MonitorLine, ok bool) {
+	line = strings.TrimPrefix(line, "+")
+	head, rest, ok := strings.Cut(line, " [")
 	if !ok {
-		return "", false, false
+		return c, false
 	}
-	name, _, ok = strings.Cut(rest, "\"")
-	return strings.ToLower(name), strings.HasSuffix(head, " lua"), ok
+	sec, usec, ok := strings.Cut(head, ".")
+	if !ok {
+		return c, false
+	}
+	s, err1 := strconv.ParseInt(sec, 10, 64)
+	u, err2 := strconv.ParseInt(usec, 10, 64)
+	if err1 != nil || err2 != nil {
+		return c, false
+	}
+	c.T = s*1e9 + u*1e3
+	client, rest, ok := strings.Cut(rest, "] ")
+	if !ok {
+		return c, false
+	}
+	c.Script = strings.HasSuffix(client, " lua")
+	for len(rest) > 0 {
+		rest = strings.TrimLeft(rest, " ")
+		if !strings.HasPrefix(rest, "\"") {
+			break
+		}
+		var b strings.Builder
+		i := 1
+		for ; i < len(rest) && rest[i] != '"'; i++ {
+			if rest[i] == '\\' && i+1 < len(rest) {
+				i++
+			}
+			b.WriteByte(rest[i])
+		}
+		c.Args = append(c.Args, b.String())
+		if i >= len(rest) {
+			break
+		}
+		rest = rest[i+1:]
+	}
+	return c, len(c.Args) > 0
 }

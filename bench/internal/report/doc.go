@@ -1,4 +1,5 @@
-// Package report formats what the benchmark commands write into their
-// markdown reports: durations, ratios, shares, per-goroutine spreads, and
-// the tables of the machine a run happened on and of the libraries it ran.
+// Package report formats and writes what the benchmark commands report:
+// durations, ratios, shares, per-goroutine spreads, the markdown tables of
+// the machine a run happened on and of the libraries it ran, the header of
+// a report, and the files (markdown, plots, JSON) in the output directory.
 package report

@@ -9,7 +9,6 @@ package sems
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"github.com/holdfast-go/holdfast/bench/internal/libs"
 	"github.com/redis/go-redis/v9"
@@ -63,35 +62,21 @@ type Library struct {
 // Version returns the version of l.Module linked into this binary.
 func (l Library) Version() string { return libs.ModuleVersion(l.Module) }
 
-var registry []Library
+// Row returns the semaphore's row in a report's table of semaphores.
+func (l Library) Row() (name, version, settings string) { return l.Name, l.Version(), l.Settings }
 
-func register(l Library) { registry = append(registry, l) }
+var registry = libs.NewRegistry(func(l Library) string { return l.Name })
+
+func register(l Library) { registry.Add(l) }
 
 // All returns the registered libraries, holdfast's first.
-func All() []Library {
-	var out []Library
-	for _, pass := range []bool{true, false} {
-		for _, l := range registry {
-			if IsHoldfast(l.Name) == pass {
-				out = append(out, l)
-			}
-		}
-	}
-	return out
-}
+func All() []Library { return registry.All() }
 
 // ByName finds a registered library.
-func ByName(name string) (Library, bool) {
-	for _, l := range registry {
-		if l.Name == name {
-			return l, true
-		}
-	}
-	return Library{}, false
-}
+func ByName(name string) (Library, bool) { return registry.ByName(name) }
 
 // IsHoldfast reports whether the library is one of holdfast's semaphores.
-func IsHoldfast(name string) bool { return strings.HasPrefix(name, "holdfast") }
+func IsHoldfast(name string) bool { return libs.IsHoldfast(name) }
 
 // base is the go-redis client every library here gets, with libs' counting
 // hook (one per command, one per pipeline).

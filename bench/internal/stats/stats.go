@@ -79,3 +79,14 @@ func SpreadRatio(perG []int) (float64, bool) {
 	}
 	return float64(maxG) / float64(minG), true
 }
+
+// Starved returns how many per-goroutine counts are 0.
+func Starved(perG []int) int {
+	n := 0
+	for _, c := range perG {
+		if c == 0 {
+			n++
+		}
+	}
+	return n
+}
