@@ -24,7 +24,7 @@ type lockEntry struct {
 
 	// The queue: waiters in arrival order, queue[0] the head. Only the head
 	// talks to Redis, through the queue's subscription to the release channel.
-	queue []*waiter
+	queue line[*waiter]
 	sub   subscription
 
 	// When the head attempts next. Always set while there is a head: the end of
@@ -220,8 +220,7 @@ func (h *hold) endRelease() (final bool, lost error) {
 // the head at once, and attempts first at first when set (the end of the
 // holder's lease as the caller's own attempt read it).
 func (e *lockEntry) enqueue(w *waiter, first time.Time) {
-	e.queue = append(e.queue, w)
-	if len(e.queue) == 1 {
+	if e.queue.push(w) {
 		e.promote()
 		if !first.IsZero() {
 			e.attemptAt = first
@@ -246,18 +245,17 @@ func (e *lockEntry) promote() {
 // head the next waiter is promoted; when the queue empties, its subscription is
 // returned, for the caller to close.
 func (e *lockEntry) dequeue(w *waiter) (was, unsure bool, unsub subscription) {
-	i := slices.Index(e.queue, w)
-	if i < 0 {
+	was, head := e.queue.remove(w)
+	if !was {
 		return false, false, nil
 	}
-	e.queue = slices.Delete(e.queue, i, i+1)
 	if unsure = e.unsure == w; unsure {
 		e.unsure = nil
 	}
 	switch {
 	case len(e.queue) == 0:
 		unsub, e.sub = e.sub, nil
-	case i == 0:
+	case head:
 		e.promote()
 	}
 	return true, unsure, unsub
@@ -386,7 +384,7 @@ func (e *lockEntry) published(succ *waiter) {
 func (e *lockEntry) handOffUnsure(succ *waiter) (undo *waiter) {
 	if succ != nil {
 		e.handing = nil
-		if slices.Contains(e.queue, succ) {
+		if e.queue.has(succ) {
 			e.unsure = succ
 		} else {
 			undo = succ

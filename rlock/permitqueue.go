@@ -53,8 +53,8 @@ type permitTable struct {
 // permitQueue is this client's waiters for one semaphore.
 type permitQueue struct {
 	name    string
-	waiters []*permitWaiter // arrival order; waiters[0] is the head
-	sub     subscription    // the queue's share of the channel, once the head listens
+	waiters line[*permitWaiter] // arrival order; waiters[0] is the head
+	sub     subscription        // the queue's share of the channel, once the head listens
 	pace    pacing
 	// attemptAt: the head attempts no sooner (pacing after a message).
 	attemptAt time.Time
@@ -121,7 +121,7 @@ func (t *permitTable) join(name string, w *permitWaiter) *permitQueue {
 		q = &permitQueue{name: name, quiet: true} // w has just looked
 		t.m[name] = q
 	}
-	q.waiters = append(q.waiters, w)
+	q.waiters.push(w)
 	q.promote(false)
 	return q
 }
@@ -250,7 +250,7 @@ func (q *permitQueue) leave(w *permitWaiter) (served bool) {
 		}
 		return false
 	}
-	if !slices.Contains(q.waiters, w) {
+	if !q.waiters.has(w) {
 		return true
 	}
 	q.remove(w)
@@ -271,9 +271,7 @@ func (q *permitQueue) unsureHas(w *permitWaiter) bool {
 
 // remove takes w out of the queue.
 func (q *permitQueue) remove(w *permitWaiter) {
-	if i := slices.Index(q.waiters, w); i >= 0 {
-		q.waiters = slices.Delete(q.waiters, i, i+1)
-	}
+	q.waiters.remove(w)
 }
 
 // idle reports whether the queue may go: nobody waits (a waiter that left

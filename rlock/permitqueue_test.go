@@ -55,7 +55,7 @@ func TestPermitQueueFIFO(t *testing.T) {
 		require.True(t, ok, "a served waiter gets its grant")
 	}
 	require.True(t, isHead(ws[2]), "the next waiter becomes the head")
-	require.Equal(t, []*permitWaiter{ws[2]}, q.waiters)
+	require.Equal(t, line[*permitWaiter]{ws[2]}, q.waiters)
 }
 
 // A waiter that wants more permits than the budget holds back those behind
@@ -101,7 +101,7 @@ func TestPermitQueueLostReplySettledFirst(t *testing.T) {
 	require.False(t, q.idle(), "an unsure round trip keeps the queue")
 
 	require.False(t, q.leave(ws[0]), "a waiter of the unsure round trip gives up")
-	require.Equal(t, ws[1:], q.waiters, "it leaves at once; the next is the head")
+	require.Equal(t, line[*permitWaiter](ws[1:]), q.waiters, "it leaves at once; the next is the head")
 	require.True(t, isHead(ws[1]))
 
 	u := q.unsure[0]
@@ -110,6 +110,6 @@ func TestPermitQueueLostReplySettledFirst(t *testing.T) {
 		"the record says both were served: the one that left gives back")
 	_, ok := granted(ws[1])
 	require.True(t, ok, "the other was served")
-	require.Equal(t, ws[2:], q.waiters)
+	require.Equal(t, line[*permitWaiter](ws[2:]), q.waiters)
 	require.Equal(t, ws[2:], q.choose(10, nil), "settled: the queue goes on")
 }

@@ -1,5 +1,7 @@
 package rlock
 
+import "slices"
+
 // place is a waiter's place in one of the client's local queues, a lock's
 // (waiter) or a semaphore's (permitWaiter): how its turn, its news and its
 // grant reach it. Both queues are FIFO; the front waiter, the head, alone
@@ -45,3 +47,36 @@ func isClosed(ch <-chan struct{}) bool {
 		return false
 	}
 }
+
+// inLine is a waiter of a local queue: a *waiter or a *permitWaiter.
+type inLine interface {
+	comparable
+	promote() bool
+	poke()
+}
+
+// line is a local queue's waiters in arrival order, the FIFO of both
+// engines (x/sync/semaphore's list of waiters): line[0], the head, alone
+// listens and attempts; the others wait for their turn.
+type line[W inLine] []W
+
+// push appends w and reports whether it is the head: it came to an empty
+// line. The caller promotes it.
+func (l *line[W]) push(w W) (head bool) {
+	*l = append(*l, w)
+	return len(*l) == 1
+}
+
+// remove takes w out and reports whether it was in, and whether it was the
+// head: the caller then promotes the next one.
+func (l *line[W]) remove(w W) (was, head bool) {
+	i := slices.Index(*l, w)
+	if i < 0 {
+		return false, false
+	}
+	*l = slices.Delete(*l, i, i+1)
+	return true, i == 0
+}
+
+// has reports whether w is in the line.
+func (l line[W]) has(w W) bool { return slices.Contains(l, w) }
