@@ -106,7 +106,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (_ *Leadership, e
 		return nil, e.bad
 	}
 	lo := lockOptions{elect: lua.NewElect(e.lk.Lock, value)}
-	l, err := e.c.locks.lock(ctx, e.lk, newOwner(), lo, true, time.Time{})
+	l, err := e.c.locks.obtain(ctx, e.lk, newOwner(), lo, true, time.Time{})
 	if err != nil {
 		return nil, err
 	}

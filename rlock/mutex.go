@@ -92,7 +92,7 @@ func (m *Mutex) tryLock(ctx context.Context, lo lockOptions) (*Lease, error) {
 	if lo.waitTime > 0 {
 		deadline = time.Now().Add(lo.waitTime)
 	}
-	return m.c.locks.lock(ctx, m.lk, ownerFrom(ctx), lo, lo.waitTime > 0, deadline)
+	return m.c.locks.obtain(ctx, m.lk, ownerFrom(ctx), lo, lo.waitTime > 0, deadline)
 }
 
 // Lock acquires the lock, waiting until it is free or ctx is done (Redisson's
@@ -130,7 +130,7 @@ func (m *Mutex) lock(ctx context.Context, lo lockOptions) (*Lease, error) {
 	if m.bad != nil {
 		return nil, m.bad
 	}
-	return m.c.locks.lock(ctx, m.lk, ownerFrom(ctx), lo, true, time.Time{})
+	return m.c.locks.obtain(ctx, m.lk, ownerFrom(ctx), lo, true, time.Time{})
 }
 
 // Unlock gives back the most recent open lease of ctx's owner on this lock, for

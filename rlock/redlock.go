@@ -154,7 +154,7 @@ func (r *RedLock) tryAll(ctx context.Context, lo lockOptions, timeout time.Durat
 			defer wg.Done()
 			pctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			leases[i], errs[i] = p.c.locks.lock(pctx, p.lk, ownerFrom(ctx), lo, false, time.Time{})
+			leases[i], errs[i] = p.c.locks.obtain(pctx, p.lk, ownerFrom(ctx), lo, false, time.Time{})
 		}()
 	}
 	wg.Wait()

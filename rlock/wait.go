@@ -11,10 +11,10 @@ import (
 	"github.com/holdfast-go/holdfast/pubsub"
 )
 
-// lock acquires lk for o, waiting when wait is set until deadline (zero: no
+// obtain acquires lk for o, waiting when wait is set until deadline (zero: no
 // deadline) or ctx is done. When it fails because the lock is held, the error
 // names the owner of this client that holds it, if one does.
-func (t *lockTable) lock(ctx context.Context, lk *lockDef, o *owner, lo lockOptions, wait bool, deadline time.Time) (*Lease, error) {
+func (t *lockTable) obtain(ctx context.Context, lk *lockDef, o *owner, lo lockOptions, wait bool, deadline time.Time) (*Lease, error) {
 	implicit := o == nil
 	if implicit {
 		o = newOwner()
@@ -49,7 +49,7 @@ func (t *lockTable) nameHolder(lk *lockDef, err error, implicit bool) error {
 	return err
 }
 
-// acquire is lock, but for the description of the holder.
+// acquire is obtain, but for the description of the holder.
 func (t *lockTable) acquire(ctx context.Context, lk *lockDef, o *owner, lo lockOptions, wait bool, deadline time.Time) (*Lease, error) {
 	reentrant, queued, err := t.look(lk, o)
 	if err != nil {
