@@ -1,6 +1,7 @@
 package rlock
 
 import (
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -143,6 +144,32 @@ func (q *permitQueue) promote(poke bool) {
 	if h := q.waiters[0]; !h.promote() && poke {
 		h.poke()
 	}
+}
+
+// headStep is what the head w does next: settle an unsure round trip first
+// (settle), or sleep for sleep (< 0: until news: a message, its recheck, a
+// round trip of another goroutine that ends), or attempt for ws, the front
+// waiters it serves, now marked in flight (confirmed: the queue's
+// subscription was confirmed before the attempt). t.mu must be held.
+func (q *permitQueue) headStep(w *permitWaiter) (settle bool, sleep time.Duration, ws []*permitWaiter, confirmed bool) {
+	if len(q.unsure) > 0 {
+		return true, 0, nil, false
+	}
+	if d := time.Until(q.attemptAt); d > 0 {
+		return false, d, nil, false
+	}
+	if q.quiet {
+		q.quiet = false // whatever wakes the head next, it attempts
+		return false, -1, nil, false
+	}
+	budget := int64(math.MaxInt64)
+	if q.announced > 0 {
+		budget, q.announced = q.announced, 0
+	}
+	if ws = q.choose(budget, w); ws == nil {
+		return false, -1, nil, false // a release serves w: its grant comes
+	}
+	return false, 0, ws, q.sub != nil && isClosed(q.sub.Confirmed())
 }
 
 // choose starts serving front waiters that no round trip serves yet, from

@@ -98,6 +98,9 @@ func TestPermitQueueLostReplySettledFirst(t *testing.T) {
 	q.failed(batch, lua.Request{}, 0, time.Now())
 	require.Len(t, q.unsure, 1)
 	require.Nil(t, q.choose(10, nil), "nothing is chosen while a round trip is unsure")
+	settle, _, ws2, _ := q.headStep(ws[0])
+	require.True(t, settle, "the head settles it before anything else")
+	require.Nil(t, ws2)
 	require.False(t, q.idle(), "an unsure round trip keeps the queue")
 
 	require.False(t, q.leave(ws[0]), "a waiter of the unsure round trip gives up")
@@ -112,4 +115,19 @@ func TestPermitQueueLostReplySettledFirst(t *testing.T) {
 	require.True(t, ok, "the other was served")
 	require.Equal(t, line[*permitWaiter](ws[2:]), q.waiters)
 	require.Equal(t, ws[2:], q.choose(10, nil), "settled: the queue goes on")
+}
+
+// A head whose last look found too few permits waits for news before it
+// attempts again; any news (a message, its recheck) lets it attempt.
+func TestPermitQueueQuietWaitsForNews(t *testing.T) {
+	_, q, ws := permitLine(t, 2)
+	_, sleep, batch, _ := q.headStep(ws[0])
+	require.Nil(t, batch, "the first waiter has just looked: it waits for news")
+	require.Negative(t, sleep)
+	_, _, batch, _ = q.headStep(ws[0])
+	require.Equal(t, ws, batch, "woken again, it attempts")
+	q.served(batch, 0, time.Now(), ws[0]) // too few permits
+	_, sleep, batch, _ = q.headStep(ws[0])
+	require.Nil(t, batch, "it found too few: it waits for news")
+	require.Negative(t, sleep)
 }

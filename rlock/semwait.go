@@ -2,7 +2,6 @@ package rlock
 
 import (
 	"context"
-	"math"
 	"slices"
 	"time"
 
@@ -81,32 +80,25 @@ func (t *permitTable) leadPermits(ctx context.Context, o *syncObject, k permitKi
 }
 
 // permitStep is one step of the head w: settle an unsure round trip, pace,
-// or attempt for the front waiters.
+// or attempt for the front waiters (headStep decides).
 func (t *permitTable) permitStep(ctx context.Context, o *syncObject, k permitKind, q *permitQueue, w *permitWaiter) (turn[permitGrant], error) {
 	t.mu.Lock()
-	if len(q.unsure) > 0 {
-		t.mu.Unlock()
-		return t.settle(ctx, o, k, q, w)
-	}
-	if d := time.Until(q.attemptAt); d > 0 {
-		t.mu.Unlock()
-		return turn[permitGrant]{sleep: d, idle: true, timer: observe.CauseMessage}, nil
-	}
-	if q.quiet {
-		q.quiet = false // whatever wakes the head next, it attempts
-		t.mu.Unlock()
-		return turn[permitGrant]{sleep: -1, idle: true}, nil
-	}
-	budget := int64(math.MaxInt64)
-	if q.announced > 0 {
-		budget, q.announced = q.announced, 0
-	}
-	ws := q.choose(budget, w)
-	confirmed := q.sub != nil && isClosed(q.sub.Confirmed())
+	settle, sleep, ws, confirmed := q.headStep(w)
 	t.mu.Unlock()
-	if ws == nil {
-		return turn[permitGrant]{sleep: -1, idle: true}, nil // a release serves w: its grant comes
+	switch {
+	case settle:
+		return t.settle(ctx, o, k, q, w)
+	case ws == nil:
+		return turn[permitGrant]{sleep: sleep, idle: true, timer: observe.CauseMessage}, nil
 	}
+	return t.attemptFor(ctx, o, k, q, w, ws, confirmed)
+}
+
+// attemptFor is the head w's attempt for ws, the front waiters it serves
+// (confirmed: the queue's subscription was confirmed before it was sent),
+// and the end of its round trip.
+func (t *permitTable) attemptFor(ctx context.Context, o *syncObject, k permitKind, q *permitQueue, w *permitWaiter,
+	ws []*permitWaiter, confirmed bool) (turn[permitGrant], error) {
 	sent, req := time.Now(), o.request()
 	rctx, cancel := t.releaseContext(ctx) // the round trip serves others: ctx does not cut it short
 	r, err := k.attempt(rctx, sent, req, ws)
