@@ -149,19 +149,6 @@ func bwRequireGone(t *testing.T, admin *redis.Client, name string) {
 	t.Fatalf("the lock key is still there: %v (type %s, PTTL %v)", content, typ, pttl)
 }
 
-// bwAwaitSubscribers waits until n clients are subscribed to the release
-// channel of the lock name.
-func bwAwaitSubscribers(t *testing.T, admin *redis.Client, name string, n int64) {
-	t.Helper()
-	ch := lua.ChannelName(name)
-	require.Eventually(t, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		m, err := admin.PubSubNumSub(ctx, ch).Result()
-		return err == nil && m[ch] == n
-	}, 5*time.Second, 5*time.Millisecond, "%d subscriber(s) to %s expected", n, ch)
-}
-
 // bwGot is what a call run by bwStart returned, and when.
 type bwGot struct {
 	lease    *rlock.Lease
@@ -423,7 +410,7 @@ func bwHoldAndWait(t *testing.T, side string, opts ...rlock.ClientOption) bwWait
 	require.NoError(t, err)
 	wm := wc.NewMutex(name)
 	call := bwStart(t, "waiter", bwOwner(), func(ctx context.Context) (*rlock.Lease, error) { return wm.Lock(ctx) })
-	bwAwaitSubscribers(t, admin, name, 1)
+	awaitSubscribers(t, admin, lua.ChannelName(name), 1)
 	return bwWaitedHold{admin: admin, name: name, hold: hl, wait: call}
 }
 

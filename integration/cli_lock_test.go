@@ -290,10 +290,7 @@ func TestCLILockInterruptedWait(t *testing.T) {
 	}{{syscall.SIGTERM, 143}, {syscall.SIGINT, 130}, {syscall.SIGHUP, 129}} {
 		p := startLockCLI(t, redistest.Shared(t).Addr, name, "--", "echo", "never")
 		// Waiting: subscribed to the lock's release channel.
-		require.Eventually(t, func() bool {
-			n, err := rdb.PubSubNumSub(ctx, channel).Result()
-			return err == nil && n[channel] == 1
-		}, 10*time.Second, 10*time.Millisecond)
+		awaitSubscribers(t, rdb, channel, 1)
 		require.NoError(t, p.cmd.Process.Signal(tc.sig))
 		require.Equal(t, tc.want, p.wait(t), "%v: %s", tc.sig, p.stderr.String())
 		require.Equal(t, held, holders(t, rdb, name))

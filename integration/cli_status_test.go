@@ -397,14 +397,6 @@ func stopWaiter(cancel context.CancelFunc, ch <-chan rwResult) {
 	}
 }
 
-// awaitSubscribers waits until channel has n subscribers.
-func awaitSubscribers(t testing.TB, rdb redis.Cmdable, channel string, n int64) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		return rdb.PubSubNumSub(context.Background(), channel).Val()[channel] == n
-	}, 10*time.Second, 5*time.Millisecond, "%d subscribers to %s", n, channel)
-}
-
 // TestCLIUnlockForce: unlock --force releases each kind of lock held by another
 // client with that kind's ForceUnlock, says who held it, and the waiter blocked
 // on it gets the lock well before the holder's 30 s lease would have run out.

@@ -112,8 +112,7 @@ func TestElectionFailover(t *testing.T) {
 // waitCandidate waits until someone listens on channel: the candidate waits.
 func waitCandidate(t *testing.T, ctx context.Context, rdb *redis.Client, channel string) {
 	t.Helper()
-	require.Eventually(t, func() bool { return rdb.PubSubNumSub(ctx, channel).Val()[channel] >= 1 },
-		10*time.Second, time.Millisecond, "the candidate subscribed")
+	awaitSubscribersAtLeast(t, rdb, channel, 1)
 }
 
 // percentiles renders p50, p99 and max of ds.

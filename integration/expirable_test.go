@@ -182,7 +182,7 @@ func TestExpirableDeadHolderPermitReturns(t *testing.T) {
 		"its expiry is about now + the watchdog timeout")
 
 	got := syncGo(func() (*rlock.Permits, error) { return s.Acquire(ctx, 1) })
-	syncAwaitSubs(t, admin, syncSemChannel(name), 1)
+	awaitSubscribersAtLeast(t, admin, syncSemChannel(name), 1)
 
 	// While the holder lives its watchdog moves the expiry forward: wait past
 	// the first expiry; the waiter must still be waiting.

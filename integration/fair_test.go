@@ -70,19 +70,6 @@ func fairAwaitQueue(t testing.TB, rdb redis.Cmdable, name string, n int) []strin
 	return fairQueue(t, rdb, name)
 }
 
-// fairNumSub counts the classic subscribers of a channel on one server.
-func fairNumSub(rdb *redis.Client) func(ctx context.Context, ch string) int64 {
-	return func(ctx context.Context, ch string) int64 { return rdb.PubSubNumSub(ctx, ch).Val()[ch] }
-}
-
-// fairAwaitSubscribed waits until the waiter field listens on its own channel.
-func fairAwaitSubscribed(t testing.TB, subscribers func(context.Context, string) int64, name, field string) {
-	t.Helper()
-	ch := lua.WaiterChannel(name, field)
-	require.Eventually(t, func() bool { return subscribers(context.Background(), ch) == 1 },
-		10*time.Second, time.Millisecond, "a subscriber on %s", ch)
-}
-
 // fairGot is what a Lock or TryLock call returned, and when.
 type fairGot struct {
 	l   *rlock.Lease
@@ -533,7 +520,7 @@ func TestFairMutexDeadWaiterSkipped(t *testing.T) {
 			require.Equal(t, dead, q[0])
 			require.True(t, strings.HasPrefix(q[1], c.ID()+":"))
 			require.Equal(t, deadline+fairWaitMs, fairDeadlines(t, rdb, name)[q[1]], "queued behind the dead entry")
-			fairAwaitSubscribed(t, fairNumSub(rdb), name, q[1])
+			awaitSubscribers(t, rdb, lua.WaiterChannel(name, q[1]), 1)
 			if held {
 				require.NoError(t, hold.Unlock(ctx))
 				fairNoAnswer(t, got, "the Go waiter behind a dead head")
@@ -588,7 +575,7 @@ func TestFairMutexWakeUps(t *testing.T) {
 				got := fairGo(ctx, wc.NewFairMutex(name).Lock)
 				q := fairAwaitQueue(t, rdb, name, 1)
 				require.True(t, strings.HasPrefix(q[0], wc.ID()+":"))
-				fairAwaitSubscribed(t, fairNumSub(rdb), name, q[0])
+				awaitSubscribers(t, rdb, lua.WaiterChannel(name, q[0]), 1)
 				fairNoAnswer(t, got, "the waiter")
 
 				var ended time.Time
@@ -648,8 +635,8 @@ func TestFairMutexHeadGivesUpAsReleased(t *testing.T) {
 		fairAwaitQueue(t, rdb, name, 1)
 		next := fairGo(ctx, wc.NewFairMutex(name).Lock)
 		q := fairAwaitQueue(t, rdb, name, 2)
-		fairAwaitSubscribed(t, fairNumSub(rdb), name, q[0])
-		fairAwaitSubscribed(t, fairNumSub(rdb), name, q[1])
+		awaitSubscribers(t, rdb, lua.WaiterChannel(name, q[0]), 1)
+		awaitSubscribers(t, rdb, lua.WaiterChannel(name, q[1]), 1)
 		released := time.Now()
 		unlocked := make(chan error, 1)
 		if round%2 == 0 {
@@ -693,7 +680,7 @@ func TestFairMutexClosedClientLeavesQueue(t *testing.T) {
 	fairAwaitQueue(t, rdb, name, 1)
 	w2 := fairGo[rlock.TryOption](ctx, wc.NewFairMutex(name).TryLock, rlock.WithWaitTime(time.Minute))
 	q := fairAwaitQueue(t, rdb, name, 2)
-	fairAwaitSubscribed(t, fairNumSub(rdb), name, q[1])
+	awaitSubscribers(t, rdb, lua.WaiterChannel(name, q[1]), 1)
 	require.NoError(t, wc.Close())
 	for i, ch := range []<-chan fairGot{w1, w2} {
 		r := fairAwait(t, ch, 5*time.Second, "a waiter of the closed client")
@@ -804,7 +791,7 @@ func TestFairMutexLaterHoldEndsSilently(t *testing.T) {
 			fairAwaitQueue(t, rdb, name, 1)
 			next := fairGo(ctx, wc.NewFairMutex(name).Lock)
 			q := fairAwaitQueue(t, rdb, name, 2)
-			fairAwaitSubscribed(t, fairNumSub(rdb), name, q[1])
+			awaitSubscribers(t, rdb, lua.WaiterChannel(name, q[1]), 1)
 			if !tc.sameAsHead {
 				fairAwaitAsleep(t, attempts)
 			}
@@ -844,7 +831,7 @@ func TestFairMutexLaterHoldEndsSilently(t *testing.T) {
 		next := fairGo(ctx, c.NewFairMutex(name).Lock)
 		q := fairAwaitQueue(t, rdb, name, 2)
 		require.Equal(t, java.field(2), q[0])
-		fairAwaitSubscribed(t, fairNumSub(rdb), name, q[1])
+		awaitSubscribers(t, rdb, lua.WaiterChannel(name, q[1]), 1)
 		fairAwaitAsleep(t, attempts)
 		// Java thread 2 takes it with tryLock(wait, 1 s lease) and never unlocks.
 		err = javaFairAcquire.Run(ctx, rdb, java.keys(name), lease.Milliseconds(), java.field(2), fairWaitMs, time.Now().UnixMilli()).Err()
@@ -900,7 +887,7 @@ func fairAwaitServed(t *testing.T, rdb *redis.Client, name, field string, next <
 		t.Fatalf("the waiter was not served within 5 s of the lock being free. Redis: EXISTS %s = %d; queue %v; deadlines %v (now %d); "+
 			"subscribers of its channel %d; its client's acquire attempts so far %d",
 			name, rdb.Exists(ctx, name).Val(), fairQueue(t, rdb, name), fairDeadlines(t, rdb, name), time.Now().UnixMilli(),
-			fairNumSub(rdb)(ctx, lua.WaiterChannel(name, field)), attempts.n.Load())
+			numSub(t, rdb, lua.WaiterChannel(name, field)), attempts.n.Load())
 	}
 }
 
@@ -1112,7 +1099,7 @@ func fairInteropJavaHolder(t *testing.T, env interopEnv) {
 	q := fairAwaitQueue(t, rdb, name, 1)
 	goField := q[0]
 	require.True(t, strings.HasPrefix(goField, c.ID()+":"))
-	fairAwaitSubscribed(t, env.subscribers, name, goField)
+	awaitListeners(t, env.subscribers, lua.WaiterChannel(name, goField), 1)
 
 	ttl, err = java.acquire(ctx, name, 2, fairWaitMs)
 	require.NoError(t, err)
@@ -1232,7 +1219,7 @@ func fairInteropJavaGivesUp(t *testing.T, env interopEnv) {
 	require.True(t, strings.HasPrefix(goField, c.ID()+":"))
 	dl := fairDeadlines(t, rdb, name)
 	require.Equal(t, dl[java.field(2)]+fairWaitMs, dl[goField])
-	fairAwaitSubscribed(t, env.subscribers, name, goField)
+	awaitListeners(t, env.subscribers, lua.WaiterChannel(name, goField), 1)
 
 	require.NoError(t, java.acquireFailed(ctx, name, 2, javaWait))
 	require.Equal(t, []string{goField}, fairQueue(t, rdb, name))

@@ -235,7 +235,7 @@ func TestInteropFencedMutex(t *testing.T) {
 		got <- l
 	}()
 	channel := lua.ChannelName(name)
-	require.Eventually(t, func() bool { return rdb.PubSubNumSub(ctx, channel).Val()[channel] == 1 }, 5*time.Second, 5*time.Millisecond)
+	awaitSubscribers(t, rdb, channel, 1)
 	v, err := java.unlock(ctx, name, 7)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, v)

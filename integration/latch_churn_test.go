@@ -79,8 +79,8 @@ func latchChurn(ctx context.Context, name string, stop <-chan struct{}, cs ...*r
 func TestLatchChurnNeverDeleted(t *testing.T) {
 	srv := redistest.Shared(t)
 	admin := srv.Client(t)
-	ca := newClient(t, srv.Client(t))
-	cb := newClient(t, srv.Client(t))
+	ca := newClient(t, srv.Client(t), watchWaits())
+	cb := newClient(t, srv.Client(t), watchWaits())
 	cc := newClient(t, srv.Client(t))
 	ctx := testCtx(t, 60*time.Second)
 	name := redistest.Name(t)

@@ -7,7 +7,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,68 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// syncParked returns how many goroutines of this process sleep in rlock's
-// bounded wait (await), or queued behind a semaphore's head (waitPermits), on
-// behalf of a call whose stack names method (for
-// example "(*CountDownLatch).Await"): they have made their attempt and wait
-// for a message, a re-check or ctx. Used only to know, from outside, that
-// waiters are waiting.
-func syncParked(method string) int {
-	return parkedIn(method, "github.com/holdfast-go/holdfast/rlock.await[",
-		"github.com/holdfast-go/holdfast/rlock.(*Client).waitPermits(")
-}
-
-// parkedIn returns how many goroutines of this process, on behalf of a call
-// whose stack names method, sleep in a select whose first frame outside the
-// runtime starts with one of selects.
-func parkedIn(method string, selects ...string) int {
-	count := 0
-	for _, g := range goroutineStacks() {
-		header, rest, _ := strings.Cut(g, "\n")
-		if !strings.Contains(header, "[select") || !strings.Contains(rest, method) {
-			continue
-		}
-		for _, line := range strings.Split(rest, "\n") {
-			if strings.HasPrefix(line, "\t") || strings.HasPrefix(line, "runtime.") {
-				continue
-			}
-			for _, s := range selects {
-				if strings.HasPrefix(line, s) {
-					count++
-					break
-				}
-			}
-			break
-		}
-	}
-	return count
-}
-
-// syncAwaitParked waits (5 s at most) until n goroutines are parked in a wait
-// of method.
-func syncAwaitParked(t testing.TB, method string, n int) {
-	t.Helper()
-	require.Eventually(t, func() bool { return syncParked(method) >= n }, 5*time.Second, 2*time.Millisecond,
-		"%d goroutine(s) waiting in %s expected, %d are", n, method, syncParked(method))
-}
-
-// syncGoParked runs each f on a goroutine (syncGoErr) and returns once all of
-// them are parked in a wait of method.
-func syncGoParked(t testing.TB, method string, fs ...func() error) []<-chan syncGot[struct{}] {
-	t.Helper()
-	base := syncParked(method)
-	gots := make([]<-chan syncGot[struct{}], len(fs))
-	for i, f := range fs {
-		gots[i] = syncGoErr(f)
-	}
-	syncAwaitParked(t, method, base+len(fs))
-	return gots
-}
-
 // latchAwaited sets the latch name to count with setter, starts an Await in
 // each of awaiters (a client may come more than once), and returns once all
-// of them are parked and each of their clients is subscribed to the latch's
-// channel.
+// of them are parked (the awaiters' clients are made with watchWaits) and
+// each of their clients is subscribed to the latch's channel.
 func latchAwaited(t *testing.T, ctx context.Context, admin *redis.Client, setter *rlock.Client, name string, count int64, awaiters ...*rlock.Client) []<-chan syncGot[struct{}] {
 	t.Helper()
 	answer(setter.NewCountDownLatch(name).TrySetCount(ctx, count)).is(t, true)
@@ -89,8 +30,8 @@ func latchAwaited(t *testing.T, ctx context.Context, admin *redis.Client, setter
 		awaits = append(awaits, func() error { return l.Await(ctx) })
 		clients[c] = true
 	}
-	gots := syncGoParked(t, "(*CountDownLatch).Await", awaits...)
-	syncAwaitSubs(t, admin, syncLatchChannel(name), int64(len(clients)))
+	gots := goParked(t, name, awaits...)
+	awaitSubscribersAtLeast(t, admin, syncLatchChannel(name), int64(len(clients)))
 	return gots
 }
 
@@ -126,7 +67,7 @@ func TestLatchAwaitAtZero(t *testing.T) {
 	start := time.Now()
 	require.NoError(t, l.Await(ctx))
 	require.Less(t, time.Since(start), time.Second)
-	require.Zero(t, waitNumSub(t, rdb, syncLatchChannel(name)))
+	require.Zero(t, numSub(t, rdb, syncLatchChannel(name)))
 }
 
 // TestLatchAwaitersReleasedTogether: five awaiters, three in one client and
@@ -137,8 +78,8 @@ func TestLatchAwaitAtZero(t *testing.T) {
 func TestLatchAwaitersReleasedTogether(t *testing.T) {
 	srv := redistest.Shared(t)
 	admin := srv.Client(t)
-	ca := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute))
-	cb := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute))
+	ca := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute), watchWaits())
+	cb := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute), watchWaits())
 	cc := newClient(t, srv.Client(t))
 	ctx := testCtx(t, 30*time.Second)
 	name := redistest.Name(t)
@@ -175,8 +116,8 @@ func TestLatchAwaitersReleasedTogether(t *testing.T) {
 func TestLatchDeleteWhileAwaited(t *testing.T) {
 	srv := redistest.Shared(t)
 	admin := srv.Client(t)
-	ca := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute))
-	cb := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute))
+	ca := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute), watchWaits())
+	cb := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute), watchWaits())
 	ctx := testCtx(t, 30*time.Second)
 	name := redistest.Name(t)
 	gots := latchAwaited(t, ctx, admin, ca, name, 2, ca, ca, cb)
@@ -201,7 +142,7 @@ func TestLatchLostMessage(t *testing.T) {
 	const recheck = 500 * time.Millisecond
 	srv := redistest.Shared(t)
 	admin := srv.Client(t)
-	c := newClient(t, srv.Client(t), rlock.WithRecheckInterval(recheck))
+	c := newClient(t, srv.Client(t), rlock.WithRecheckInterval(recheck), watchWaits())
 	ctx := testCtx(t, 30*time.Second)
 	name := redistest.Name(t)
 	got := latchAwaited(t, ctx, admin, c, name, 1, c)[0]

@@ -197,8 +197,7 @@ func TestLeaseHandOffReplyDelayedPastLease(t *testing.T) {
 		succ := lockAsync(ctx, a.NewMutex(name)) // owner 2 of A: the head of A's queue
 		other := lockAsync(ctx, b.NewMutex(name))
 		ch := "redisson_lock__channel:{" + name + "}"
-		require.Eventually(t, func() bool { return direct.PubSubNumSub(ctx, ch).Val()[ch] == 2 }, 5*time.Second, 5*time.Millisecond,
-			"both clients wait")
+		awaitSubscribers(t, direct, ch, 2) // both clients wait
 
 		proxy.SetReplyDelay(delay)
 		require.NoError(t, l1.Unlock(octx)) // hands the lock to owner 2; its reply comes late

@@ -147,10 +147,7 @@ func TestForceUnlock(t *testing.T) {
 		}
 		got <- err
 	}()
-	require.Eventually(t, func() bool {
-		n, _ := rdb.PubSubNumSub(ctx, "redisson_lock__channel:{"+name+"}").Result()
-		return n["redisson_lock__channel:{"+name+"}"] == 1
-	}, 5*time.Second, 10*time.Millisecond)
+	awaitSubscribers(t, rdb, "redisson_lock__channel:{"+name+"}", 1)
 
 	ok, err := c.NewMutex(name).ForceUnlock(ctx)
 	require.NoError(t, err)
@@ -383,9 +380,7 @@ func TestUnusualNames(t *testing.T) {
 		if strings.Contains(name, "{") {
 			expect = "redisson_lock__channel:" + name
 		}
-		require.Eventually(t, func() bool {
-			return rdb.PubSubNumSub(ctx, expect).Val()[expect] == 1
-		}, 5*time.Second, 10*time.Millisecond)
+		awaitSubscribers(t, rdb, expect, 1)
 		require.NoError(t, l.Unlock(octx))
 		select {
 		case <-got:

@@ -66,8 +66,7 @@ func TestRedLock(t *testing.T) {
 	// Let B fail a round and wait on the release channels.
 	admin := servers[0].Client(t)
 	channel := "redisson_lock__channel:{" + name + "}"
-	require.Eventually(t, func() bool { return admin.PubSubNumSub(ctx, channel).Val()[channel] > 0 },
-		10*time.Second, 5*time.Millisecond)
+	awaitSubscribersAtLeast(t, admin, channel, 1)
 	released := time.Now()
 	require.NoError(t, la.Unlock(ctx))
 	at, ok := <-got

@@ -72,8 +72,7 @@ func rwWakeCase(t *testing.T, holderSide, waiterSide func(*rlock.RWMutex) rlock.
 		_ = l.Unlock(context.Background())
 	}()
 	channel := lua.RWChannelName(name)
-	require.Eventually(t, func() bool { return rdb.PubSubNumSub(ctx, channel).Val()[channel] >= 1 },
-		5*time.Second, 5*time.Millisecond, "the waiter subscribes")
+	awaitSubscribersAtLeast(t, rdb, channel, 1) // the waiter subscribes
 
 	ended := time.Now()
 	switch end {

@@ -106,7 +106,7 @@ type rwResult struct {
 }
 
 // rwLockAsync calls l.Lock(ctx) on a goroutine of its own and delivers the
-// outcome. Its goroutines are what rwAwaitWaiting counts.
+// outcome.
 func rwLockAsync(ctx context.Context, l rlock.Locker) <-chan rwResult {
 	ch := make(chan rwResult, 1)
 	go func() {
@@ -141,27 +141,13 @@ func rwRequirePending(t testing.TB, ch <-chan rwResult, what string) {
 	}
 }
 
-// rwWaitingLocks counts the goroutines of rwLockAsync that are inside the
-// client's wait (rlock.(*Client).wait): their first attempt failed and they are
-// queued or leading the queue.
-func rwWaitingLocks() int {
-	count := 0
-	for _, g := range goroutineStacks() {
-		if strings.Contains(g, "rlock.(*Client).wait(") && strings.Contains(g, "integration.rwLockAsync") {
-			count++
-		}
-	}
-	return count
-}
-
-// rwAwaitWaiting waits until n rwLockAsync calls are waiting and the lock's
-// channel has at least subs subscribers: a release from then on is heard.
+// rwAwaitWaiting waits until n Lock calls (of clients made with watchWaits)
+// are waiting on the lock name and its channel has at least subs subscribers:
+// a release from then on is heard.
 func rwAwaitWaiting(t testing.TB, rdb *redis.Client, name string, n int, subs int64) {
 	t.Helper()
-	ch := rwChannel(name)
-	require.Eventually(t, func() bool {
-		return rwWaitingLocks() >= n && rdb.PubSubNumSub(context.Background(), ch).Val()[ch] >= subs
-	}, rwBound, 5*time.Millisecond, "%d Lock calls waiting and %d subscribers of %s", n, subs, ch)
+	awaitParked(t, name, n)
+	awaitSubscribersAtLeast(t, rdb, rwChannel(name), subs)
 }
 
 // rwSubscribe subscribes the test to the lock's channel, as a Java waiter would.
@@ -203,8 +189,8 @@ func rwRequireLost(t testing.TB, l *rlock.Lease) {
 // in Lock gets in only after the last reader unlocks, promptly: woken by the
 // "0" message, not by the 30 s lease.
 func TestRWReadersShareWriterWaitsForLast(t *testing.T) {
-	rdb, c1, name := setup(t)
-	c2 := newClient(t, rdb)
+	rdb, c1, name := setup(t, watchWaits())
+	c2 := newClient(t, rdb, watchWaits())
 	ctx := testCtx(t, 30*time.Second)
 	rws := []*rlock.RWMutex{c1.NewRWMutex(name), c2.NewRWMutex(name)}
 
@@ -300,8 +286,8 @@ func TestRWReadersShareWriterWaitsForLast(t *testing.T) {
 // write unlock lets nobody in; the final one publishes "1", which lets every
 // blocked reader in (4 waiting in the holder's client, 4 in another), promptly.
 func TestRWWriterExclusive(t *testing.T) {
-	rdb, c1, name := setup(t)
-	c2 := newClient(t, rdb)
+	rdb, c1, name := setup(t, watchWaits())
+	c2 := newClient(t, rdb, watchWaits())
 	ctx := testCtx(t, 30*time.Second)
 	rws := []*rlock.RWMutex{c1.NewRWMutex(name), c2.NewRWMutex(name)}
 	wm := rws[0].WriteLock()
@@ -386,8 +372,8 @@ func TestRWWriterExclusive(t *testing.T) {
 // of after the 30 s lease; the write side is then refused to the owner
 // (ErrUpgrade). The owner's final read unlock deletes everything.
 func TestRWDowngrade(t *testing.T) {
-	rdb, c1, name := setup(t)
-	c2 := newClient(t, rdb)
+	rdb, c1, name := setup(t, watchWaits())
+	c2 := newClient(t, rdb, watchWaits())
 	ctx := testCtx(t, 30*time.Second)
 	rw := c1.NewRWMutex(name)
 	octx := rlock.WithOwner(ctx)
@@ -630,8 +616,8 @@ func TestRWLostReadHold(t *testing.T) {
 // last live reader's unlock deletes the whole hash, dead field included, and a
 // writer that was waiting gets in at once.
 func TestRWZombieReaderCleanup(t *testing.T) {
-	rdb, c1, name := setup(t)
-	c2 := newClient(t, rdb)
+	rdb, c1, name := setup(t, watchWaits())
+	c2 := newClient(t, rdb, watchWaits())
 	ctx := testCtx(t, 30*time.Second)
 	dead := uuid.NewString() + ":13"
 	deadKey := rwTimeoutKey(name, dead, 1)
@@ -987,7 +973,7 @@ func (j javaRW) writeUnlock(ctx context.Context, name string, thread int) (any, 
 // other's waiters.
 func TestRWInteropJava(t *testing.T) {
 	env := func(t *testing.T) (*redis.Client, *rlock.Client, string, javaRW, context.Context) {
-		rdb, c, name := setup(t)
+		rdb, c, name := setup(t, watchWaits())
 		return rdb, c, name, javaRW{javaPeer{rdb: rdb, id: uuid.NewString(), publish: "PUBLISH"}}, testCtx(t, 30*time.Second)
 	}
 

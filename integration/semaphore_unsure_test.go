@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/integration/redistest"
+	"github.com/holdfast-go/holdfast/observe"
 	"github.com/holdfast-go/holdfast/rlock"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -36,11 +37,11 @@ func TestSemaphoreHeadAttemptReplyLostGivesBack(t *testing.T) {
 	name := redistest.Name(t)
 	answer(k.set(ctx, other, name, 1)).is(t, true)
 	release := answer(k.acquire(ctx, other, name, 1)).value(t)
-	got := queueParked(t, k, func() (func(context.Context) error, error) { return k.acquire(ctx, c, name, 1) })
-	syncAwaitSubs(t, admin, syncSemChannel(name), 1)
+	got := queueParked(t, name, func() (func(context.Context) error, error) { return k.acquire(ctx, c, name, 1) })
+	awaitSubscribersAtLeast(t, admin, syncSemChannel(name), 1)
 	require.Eventually(t, func() bool { return h.scripts.Load() >= 2 }, 5*time.Second, time.Millisecond,
 		"the waiter's own attempt and its attempt once subscribed")
-	awaitHeadParked(t, k.method())
+	awaitLooked(t, name, observe.CauseSubscribed, 1)
 
 	lost := errors.New("reply lost")
 	var once sync.Once
@@ -106,18 +107,18 @@ func lostHeadAttempt(t *testing.T, k syncKind) (replicated, string, *tripLog, in
 	log := &tripLog{}
 	rdb.AddHook(log)
 	rdb.AddHook(lose)
-	c := newClient(t, rdb, rlock.WithReplicaAcks(1, ackTimeout), rlock.WithRecheckInterval(time.Minute), rlock.WithTracking(false))
+	c := newClient(t, rdb, rlock.WithReplicaAcks(1, ackTimeout), rlock.WithRecheckInterval(time.Minute), rlock.WithTracking(false), watchWaits())
 	other := newClient(t, p.primary.Client(t))
 	name := redistest.Name(t)
 	answer(k.set(ctx, other, name, 2)).is(t, true)
 	release := answer(k.acquire(ctx, other, name, 2)).value(t)
 	mark := log.mark()
-	first := queueParked(t, k, func() (func(context.Context) error, error) { return k.acquire(ctx, c, name, 1) })
-	second := queueParked(t, k, func() (func(context.Context) error, error) { return k.acquire(ctx, c, name, 1) })
-	syncAwaitSubs(t, p.rdb, syncSemChannel(name), 1)
+	first := queueParked(t, name, func() (func(context.Context) error, error) { return k.acquire(ctx, c, name, 1) })
+	second := queueParked(t, name, func() (func(context.Context) error, error) { return k.acquire(ctx, c, name, 1) })
+	awaitSubscribersAtLeast(t, p.rdb, syncSemChannel(name), 1)
 	require.Eventually(t, func() bool { return log.acquisitions(mark) >= 2 }, 5*time.Second, time.Millisecond,
 		"the first waiter's own attempt and its attempt once subscribed")
-	awaitHeadParked(t, k.method())
+	awaitLooked(t, name, observe.CauseSubscribed, 1)
 
 	lose.armed.Store(true)
 	mark = log.mark()

@@ -61,8 +61,7 @@ func TestSentinelPrimaryKilled(t *testing.T) {
 	}()
 	primary := f.Primary.Client(t)
 	channel := lua.ChannelName(name)
-	require.Eventually(t, func() bool { return primary.PubSubNumSub(ctx, channel).Val()[channel] == 1 },
-		10*time.Second, 5*time.Millisecond, "B subscribed")
+	awaitSubscribers(t, primary, channel, 1) // B subscribed
 
 	f.Primary.Kill()
 	killed := time.Now()

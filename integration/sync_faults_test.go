@@ -23,7 +23,6 @@ import (
 type syncWaitCase struct {
 	name    string
 	channel func(name string) string
-	method  string // the waiting method, as it appears in a stack
 	// prepare makes the object so that wait blocks, with the other client o.
 	prepare func(t *testing.T, ctx context.Context, o *rlock.Client, name string) (end func() error)
 	// wait is the blocking call, made in the waiter's client w; it gives back
@@ -39,13 +38,13 @@ type syncWaitCase struct {
 func (tc syncWaitCase) start(t *testing.T, ctx context.Context, o, w *rlock.Client, name string) (end func() error, got <-chan syncGot[struct{}]) {
 	t.Helper()
 	end = tc.prepare(t, ctx, o, name)
-	got = syncGoParked(t, tc.method, func() error { return tc.wait(ctx, w, name) })[0]
+	got = goParked(t, name, func() error { return tc.wait(ctx, w, name) })[0]
 	return end, got
 }
 
 var syncWaitCases = []syncWaitCase{
 	{
-		name: "Semaphore", channel: syncSemChannel, method: "(*Semaphore).Acquire",
+		name: "Semaphore", channel: syncSemChannel,
 		prepare: func(t *testing.T, ctx context.Context, o *rlock.Client, name string) func() error {
 			answer(o.NewSemaphore(name).TrySetPermits(ctx, 0, 0)).is(t, true)
 			return func() error { return o.NewSemaphore(name).Release(ctx, 1) }
@@ -63,7 +62,7 @@ var syncWaitCases = []syncWaitCase{
 		},
 	},
 	{
-		name: "ExpirableSemaphore", channel: syncSemChannel, method: "(*ExpirableSemaphore).Acquire",
+		name: "ExpirableSemaphore", channel: syncSemChannel,
 		prepare: func(t *testing.T, ctx context.Context, o *rlock.Client, name string) func() error {
 			s := o.NewExpirableSemaphore(name)
 			answer(s.TrySetPermits(ctx, 1)).is(t, true)
@@ -84,7 +83,7 @@ var syncWaitCases = []syncWaitCase{
 		},
 	},
 	{
-		name: "CountDownLatch", channel: syncLatchChannel, method: "(*CountDownLatch).Await",
+		name: "CountDownLatch", channel: syncLatchChannel,
 		prepare: func(t *testing.T, ctx context.Context, o *rlock.Client, name string) func() error {
 			answer(o.NewCountDownLatch(name).TrySetCount(ctx, 1)).is(t, true)
 			return func() error { return o.NewCountDownLatch(name).CountDown(ctx) }
@@ -110,7 +109,7 @@ func TestSyncPubSubKilledBeforeRelease(t *testing.T) {
 	admin := srv.Client(t)
 	const releaser = "sync-releaser"
 	other := newClient(t, srv.Client(t, func(o *redis.Options) { o.ClientName = releaser }))
-	waiter := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute))
+	waiter := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute), watchWaits())
 	for _, tc := range syncWaitCases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testCtx(t, 30*time.Second)
@@ -118,7 +117,7 @@ func TestSyncPubSubKilledBeforeRelease(t *testing.T) {
 				name := redistest.Name(t)
 				channel := tc.channel(name)
 				end, got := tc.start(t, ctx, other, waiter, name)
-				syncAwaitSubs(t, admin, channel, 1)
+				awaitSubscribersAtLeast(t, admin, channel, 1)
 
 				mon := waitStartMonitor(t, srv.Addr)
 				killed := killSubscribers(t, admin)
@@ -349,7 +348,7 @@ func TestSyncCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3, 0)
 	ps := clusterPubSubOf(t, cl)
 	ca := newClient(t, cl.Client(t))
-	cb := newClient(t, cl.Client(t), rlock.WithRecheckInterval(time.Minute))
+	cb := newClient(t, cl.Client(t), rlock.WithRecheckInterval(time.Minute), watchWaits())
 	rdb := cl.Client(t)
 	ctx := testCtx(t, 60*time.Second)
 	for _, tc := range syncWaitCases {

@@ -51,7 +51,7 @@ type syncEnv struct {
 // syncClientOptions are the options of every Go client of these tests: only a
 // message can wake a waiter within wakeBound.
 func syncClientOptions(opts []rlock.ClientOption) []rlock.ClientOption {
-	return append([]rlock.ClientOption{rlock.WithRecheckInterval(time.Minute)}, opts...)
+	return append([]rlock.ClientOption{rlock.WithRecheckInterval(time.Minute), watchWaits()}, opts...)
 }
 
 func standaloneSync(t *testing.T, opts ...rlock.ClientOption) syncEnv {
@@ -109,14 +109,6 @@ func javaSubscribe(t *testing.T, env syncEnv, channel string) *javaSubscriber {
 	}
 	return &javaSubscriber{t: t, msgs: ps.Channel(redis.WithChannelSize(1000)),
 		channel: channel, marker: marker, pub: env.publish}
-}
-
-// waitSubscribed waits until n connections are subscribed to channel (the
-// Java subscriber plus holdfast's subscriber connection).
-func waitSubscribed(t *testing.T, ctx context.Context, env syncEnv, channel string, n int64) {
-	t.Helper()
-	require.Eventually(t, func() bool { return env.subscribers(ctx, channel) >= n },
-		wakeBound, 5*time.Millisecond, "holdfast did not subscribe to %s", channel)
 }
 
 // goCalls counts the commands a Go client sends on one object: the scripts
@@ -184,14 +176,9 @@ func waitAsleep(t *testing.T, env syncEnv, from, want int, what string) {
 // the first without a call of their own: the head attempts for them.)
 func goAsleep(t *testing.T, ctx context.Context, env syncEnv, channel, what string, fs ...func() error) []<-chan syncGot[struct{}] {
 	t.Helper()
-	const anyWait = "holdfast/rlock."
-	from, base := env.calls.count(), syncParked(anyWait)
-	gots := make([]<-chan syncGot[struct{}], len(fs))
-	for i, f := range fs {
-		gots[i] = syncGoErr(f)
-		syncAwaitParked(t, anyWait, base+i+1)
-	}
-	waitSubscribed(t, ctx, env, channel, 2)
+	from := env.calls.count()
+	gots := goParked(t, env.name, fs...)
+	awaitListeners(t, env.subscribers, channel, 2)
 	waitAsleep(t, env, from, 2, what)
 	return gots
 }

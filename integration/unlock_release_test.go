@@ -70,9 +70,7 @@ func (s *releaseSetup) startSameWaiter(t *testing.T) {
 // awaitWaiters waits until n clients are subscribed to the lock's channel.
 func (s *releaseSetup) awaitWaiters(t *testing.T, n int) {
 	t.Helper()
-	ch := lua.ChannelName(s.name)
-	require.Eventually(t, func() bool { return s.direct.PubSubNumSub(context.Background(), ch).Val()[ch] == int64(n) },
-		5*time.Second, 5*time.Millisecond, "%d waiting clients", n)
+	awaitSubscribers(t, s.direct, lua.ChannelName(s.name), int64(n))
 }
 
 func btoi(b bool) int {

@@ -14,7 +14,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -77,14 +76,6 @@ func waitIncr(ctx context.Context, rdb *redis.Client, key string) error {
 		return err
 	}
 	return rdb.Set(ctx, key, n+1, 0).Err()
-}
-
-// waitNumSub returns how many clients are subscribed to channel.
-func waitNumSub(t testing.TB, rdb *redis.Client, channel string) int64 {
-	t.Helper()
-	m, err := rdb.PubSubNumSub(context.Background(), channel).Result()
-	require.NoError(t, err)
-	return m[channel]
 }
 
 // waitChannels returns the channels with at least one subscriber that match
@@ -207,33 +198,6 @@ func waitCounted(t testing.TB, srv *redistest.Server) (*redis.Client, *waitCount
 	return rdb, h
 }
 
-// waitQueued returns how many goroutines are parked inside rlock's wait loop:
-// goroutines that called Lock or TryLock and are queued on some lock. Used only
-// to order waiters from outside; ownership never depends on goroutine identity.
-func waitQueued() int {
-	count := 0
-	for _, g := range goroutineStacks() {
-		header, _, _ := strings.Cut(g, "\n")
-		if strings.Contains(header, "[select") && strings.Contains(g, "holdfast/rlock.(*Client).wait(") {
-			count++
-		}
-	}
-	return count
-}
-
-// goroutineStacks returns the stack of every goroutine of the test binary, one
-// string each, header line first.
-func goroutineStacks() []string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			return strings.Split(string(buf[:n]), "\n\n")
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-}
-
 // waitResult is what a Lock or TryLock call in a goroutine returned, and when.
 type waitResult struct {
 	lease *rlock.Lease
@@ -248,7 +212,7 @@ type waitResult struct {
 func waitSubscribedAndAttempted(t testing.TB, admin *redis.Client, channel string, counter *waitCounter, attempts int64) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		return waitNumSub(t, admin, channel) == 1 && counter.calls.Load() >= attempts
+		return numSub(t, admin, channel) == 1 && counter.calls.Load() >= attempts
 	}, 10*time.Second, time.Millisecond, "waiter never subscribed and attempted")
 }
 
@@ -874,7 +838,7 @@ func TestWaitWaitTimeHonoured(t *testing.T) {
 	require.Less(t, took, time.Second)
 	calls := counter.calls.Load()
 	require.LessOrEqual(t, calls, int64(2), "one attempt (EVALSHA, plus EVAL if the script was not loaded)")
-	require.Zero(t, waitNumSub(t, admin, channel))
+	require.Zero(t, numSub(t, admin, channel))
 	require.Empty(t, subscriberIDs(t, admin), "no subscriber connection (the trackers' own left out)")
 	t.Logf("TryLock without wait time: ErrNotAcquired after %v, %d round trip(s), NUMSUB 0", took.Round(time.Microsecond), calls)
 
@@ -890,7 +854,7 @@ func TestWaitWaitTimeHonoured(t *testing.T) {
 	require.GreaterOrEqual(t, took, wait)
 	require.Less(t, took, wait+500*time.Millisecond)
 
-	require.Eventually(t, func() bool { return waitNumSub(t, admin, channel) == 0 }, 5*time.Second, 10*time.Millisecond)
+	awaitSubscribers(t, admin, channel, 0)
 	require.NoError(t, lh.Unlock(ctx))
 }
 
@@ -898,7 +862,7 @@ func TestWaitWaitTimeHonoured(t *testing.T) {
 // that releases and locks again does not barge ahead of the queue.
 func TestWaitFIFOWithinClient(t *testing.T) {
 	t.Run("Ordered", func(t *testing.T) {
-		rdb, c, name := setup(t)
+		rdb, c, name := setup(t, watchWaits())
 		ctx := testCtx(t, 30*time.Second)
 		m := c.NewMutex(name)
 
@@ -922,10 +886,9 @@ func TestWaitFIFOWithinClient(t *testing.T) {
 				}
 			})
 			// Start the next one only once this one is queued.
-			require.Eventually(t, func() bool { return waitQueued() == i+1 }, 10*time.Second, time.Millisecond,
-				"%s not queued", who)
+			awaitParked(t, name, i+1)
 		}
-		require.Eventually(t, func() bool { return waitNumSub(t, rdb, lua.ChannelName(name)) == 1 }, 10*time.Second, time.Millisecond)
+		awaitSubscribers(t, rdb, lua.ChannelName(name), 1)
 
 		// A releases and asks again at once: it must queue behind B, C and D.
 		require.NoError(t, la.Unlock(ctx))
