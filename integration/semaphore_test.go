@@ -1,6 +1,6 @@
 package integration
 
-// Tests of issue 19's Semaphore against real Redis: invalid counts refused
+// Tests of the Semaphore against real Redis: invalid counts refused
 // before any round trip, a waiter on a semaphore that was never initialised,
 // a foreign key at the name. The helpers at the top are shared by the tests
 // of the three synchronizers (semaphore, expirable semaphore, latch): their

@@ -1,9 +1,9 @@
 package integration
 
-// Multi-process tests of issue 19's semaphores: counts exact after many
+// Multi-process tests of the semaphores: counts exact after many
 // processes acquire and release, and never more than N holders at once across
 // processes. Workers are the test binary re-executed by redistest (see
-// wait_worker_test.go for the pattern); they connect to $WAIT_ADDR and report
+// locks_wait_test.go for the pattern); they connect to $WAIT_ADDR and report
 // on stdout. The holder of TestExpirableDeadHolderPermitReturns is here too.
 //
 // Scale with HOLDFAST_SYNC_PROCS (default 16), HOLDFAST_SYNC_ROUNDS (default

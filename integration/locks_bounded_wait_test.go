@@ -1,22 +1,5 @@
 package integration
 
-// Bounded waits and retried unlocks, against real Redis. Two promises:
-//
-//   - No wait outlives the hold it waits for: however a hold ends (its fixed lease
-//     runs out, its key is deleted, force-unlocked by a third client or replaced
-//     by another type of value), a waiter blocked in Lock or TryLock returns soon
-//     after, whether it waits in the holder's own Client or in another Client on
-//     the same server. Holder and waiter are always different owners.
-//   - A retried Unlock never crashes: after the reply of an Unlock was lost,
-//     whatever the release did (partial, released, handed off to a waiter of the
-//     same Client), Unlock again is recognised and returns nil.
-//
-// A failing run ends in bounded time: every Lock and TryLock runs with a ctx that
-// ends within bwCallTimeout, blocking calls run in goroutines that report their
-// result (a panic included) through a channel, every wait on them is bounded, and
-// cleanups give up on a call or Client that does not return. Times are measured
-// and logged, so that runs of different versions can be compared.
-
 import (
 	"context"
 	"crypto/fips140"
@@ -38,6 +21,23 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
+
+// Bounded waits and retried unlocks, against real Redis. Two promises:
+//
+//   - No wait outlives the hold it waits for: however a hold ends (its fixed lease
+//     runs out, its key is deleted, force-unlocked by a third client or replaced
+//     by another type of value), a waiter blocked in Lock or TryLock returns soon
+//     after, whether it waits in the holder's own Client or in another Client on
+//     the same server. Holder and waiter are always different owners.
+//   - A retried Unlock never crashes: after the reply of an Unlock was lost,
+//     whatever the release did (partial, released, handed off to a waiter of the
+//     same Client), Unlock again is recognised and returns nil.
+//
+// A failing run ends in bounded time: every Lock and TryLock runs with a ctx that
+// ends within bwCallTimeout, blocking calls run in goroutines that report their
+// result (a panic included) through a channel, every wait on them is bounded, and
+// cleanups give up on a call or Client that does not return. Times are measured
+// and logged, so that runs of different versions can be compared.
 
 const (
 	bwCallTimeout   = 12 * time.Second // ctx deadline of every Lock and TryLock

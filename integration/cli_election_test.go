@@ -1,7 +1,5 @@
 package integration
 
-// "holdfast elect" and the election part of "holdfast status" (issue 30, item 4).
-
 import (
 	"strconv"
 	"strings"
@@ -11,6 +9,8 @@ import (
 	"github.com/holdfast-go/holdfast/lua"
 	"github.com/stretchr/testify/require"
 )
+
+// "holdfast elect" and the election part of "holdfast status".
 
 // electScript prints the term's token and value, then waits for stdin to
 // close.
