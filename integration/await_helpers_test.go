@@ -150,16 +150,69 @@ func awaitParked(t testing.TB, name string, n int) {
 		"%d call(s) blocked on %s expected", n, name)
 }
 
-// goParked runs each f on a goroutine (syncGoErr), one after the other, each
+// goParked runs each f on a goroutine (goAsyncErr), one after the other, each
 // once the one before is blocked on the object name, and returns once all of
 // them are: the calls of fs must be of clients made with watchWaits.
-func goParked(t testing.TB, name string, fs ...func() error) []<-chan syncGot[struct{}] {
+func goParked(t testing.TB, name string, fs ...func() error) []<-chan asyncResult[struct{}] {
 	t.Helper()
 	base := parked.on(name)
-	gots := make([]<-chan syncGot[struct{}], len(fs))
+	gots := make([]<-chan asyncResult[struct{}], len(fs))
 	for i, f := range fs {
-		gots[i] = syncGoErr(f)
+		gots[i] = goAsyncErr(f)
 		awaitParked(t, name, base+i+1)
 	}
 	return gots
+}
+
+// asyncResult is what a call run on a goroutine by goAsync returned, and when.
+type asyncResult[T any] struct {
+	v   T
+	err error
+	at  time.Time
+}
+
+// leaseResult is what a Lock or TryLock run by goAsync returned.
+type leaseResult = asyncResult[*rlock.Lease]
+
+// goAsync runs f on a goroutine; the channel receives its result once.
+func goAsync[T any](f func() (T, error)) <-chan asyncResult[T] {
+	ch := make(chan asyncResult[T], 1)
+	go func() {
+		v, err := f()
+		ch <- asyncResult[T]{v, err, time.Now()}
+	}()
+	return ch
+}
+
+// goAsyncErr is goAsync for a call that returns only an error.
+func goAsyncErr(f func() error) <-chan asyncResult[struct{}] {
+	return goAsync(func() (struct{}, error) { return struct{}{}, f() })
+}
+
+// lockAsync runs l.Lock(ctx) on a goroutine (goAsync).
+func lockAsync(ctx context.Context, l rlock.Locker) <-chan leaseResult {
+	return goAsync(func() (*rlock.Lease, error) { return l.Lock(ctx) })
+}
+
+// awaitAsync waits at most d for the result of a call started by goAsync.
+func awaitAsync[T any](t testing.TB, ch <-chan asyncResult[T], d time.Duration, what string) asyncResult[T] {
+	t.Helper()
+	select {
+	case g := <-ch:
+		return g
+	case <-time.After(d):
+		t.Fatalf("%s: no answer within %v", what, d)
+		panic("unreachable")
+	}
+}
+
+// requirePending fails the test if the call started by goAsync has already
+// returned.
+func requirePending[T any](t testing.TB, ch <-chan asyncResult[T], what string) {
+	t.Helper()
+	select {
+	case g := <-ch:
+		t.Fatalf("%s returned early: %v, err %v", what, g.v, g.err)
+	default:
+	}
 }

@@ -94,6 +94,14 @@ func clusterBusReceived(tb testing.TB, cl *redistest.Cluster) int64 {
 	return total
 }
 
+// roundTripClient returns a client of srv whose round trips rt counts.
+func roundTripClient(tb testing.TB, srv *redistest.Server) (*redis.Client, *roundTrips) {
+	rdb := srv.Client(tb)
+	rt := &roundTrips{}
+	rdb.AddHook(rt)
+	return rdb, rt
+}
+
 // roundTrips counts what a go-redis client sends: one per command and one per
 // pipeline, i.e. client round trips.
 type roundTrips struct{ n atomic.Int64 }
@@ -129,9 +137,7 @@ func serverCalls(t testing.TB, rdb *redis.Client) int64 {
 // ratio of ns/op); it reports client round trips and server commands per cycle.
 func BenchmarkUncontendedCycle(b *testing.B) {
 	srv := redistest.Shared(b)
-	rdb := srv.Client(b)
-	rt := &roundTrips{}
-	rdb.AddHook(rt)
+	rdb, rt := roundTripClient(b, srv)
 	m := newClient(b, rdb).NewMutex(redistest.Name(b))
 	benchCycle(b, rt, srv.Client(b), func(ctx context.Context) error {
 		l, err := m.TryLock(ctx)
@@ -159,9 +165,7 @@ func BenchmarkPing(b *testing.B) {
 // for TryLock, one for Unlock, and no pub/sub.
 func TestUncontendedCycleRoundTrips(t *testing.T) {
 	srv := redistest.Shared(t)
-	rdb := srv.Client(t)
-	rt := &roundTrips{}
-	rdb.AddHook(rt)
+	rdb, rt := roundTripClient(t, srv)
 	c := newClient(t, rdb)
 	name := redistest.Name(t)
 	m := c.NewMutex(name)
@@ -413,9 +417,7 @@ func semCycles(tb testing.TB, rdb *redis.Client, c *rlock.Client) []semCycle {
 // ns/op within one run; BenchmarkSemaphoreVsPing gives the ratios.
 func BenchmarkSemaphoreCycle(b *testing.B) {
 	srv := redistest.Shared(b)
-	rdb := srv.Client(b)
-	rt := &roundTrips{}
-	rdb.AddHook(rt)
+	rdb, rt := roundTripClient(b, srv)
 	c := newClient(b, rdb)
 	admin := srv.Client(b)
 	for _, cy := range semCycles(b, rdb, c) {

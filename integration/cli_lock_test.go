@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"github.com/holdfast-go/holdfast/rlock"
 	"io"
 	"net"
 	"os"
@@ -254,7 +255,14 @@ func TestCLILockWaitSeconds(t *testing.T) {
 
 	p = startLockCLI(t, addr, "-w", "5", name, "--", "echo", "got it")
 	awaitSubscribers(t, rdb, "redisson_lock__channel:{"+name+"}", 1) // waiting, not refused
-	require.NoError(t, lease.Unlock(ctx))
+	requireServedOnUnlock(t, p, lease, rdb, name)
+}
+
+// requireServedOnUnlock unlocks lease, which p waits for, and requires p to run
+// its command (echo "got it") and exit 0, leaving the lock free.
+func requireServedOnUnlock(t *testing.T, p *lockCLI, lease *rlock.Lease, rdb *redis.Client, name string) {
+	t.Helper()
+	require.NoError(t, lease.Unlock(testCtx(t, 10*time.Second)))
 	p.expect(t, "got it")
 	require.Equal(t, 0, p.wait(t), p.stderr.String())
 	requireNoLock(t, rdb, name)
@@ -270,10 +278,7 @@ func TestCLILockWaitsForTheHolder(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(p.stderr.String(), "waiting for") }, 10*time.Second, 20*time.Millisecond)
 	require.Regexp(t, "held by "+holderOf(c, lease), p.stderr.String())
 	require.Contains(t, p.stderr.String(), "s left")
-	require.NoError(t, lease.Unlock(ctx))
-	p.expect(t, "got it")
-	require.Equal(t, 0, p.wait(t), p.stderr.String())
-	requireNoLock(t, rdb, name)
+	requireServedOnUnlock(t, p, lease, rdb, name)
 }
 
 func TestCLILockInterruptedWait(t *testing.T) {
@@ -542,10 +547,7 @@ func TestCLILockFair(t *testing.T) {
 	// Queued in Redisson's fair queue, as a Java waiter would be.
 	queue := "redisson_lock_queue:{" + name + "}"
 	require.Eventually(t, func() bool { return rdb.LLen(ctx, queue).Val() == 1 }, 10*time.Second, 10*time.Millisecond)
-	require.NoError(t, lease.Unlock(ctx))
-	p.expect(t, "got it")
-	require.Equal(t, 0, p.wait(t), p.stderr.String())
-	requireNoLock(t, rdb, name)
+	requireServedOnUnlock(t, p, lease, rdb, name)
 	require.Zero(t, rdb.Exists(ctx, queue, "redisson_lock_timeout:{"+name+"}").Val())
 }
 

@@ -227,7 +227,7 @@ func TestCLIStatusFairQueue(t *testing.T) {
 	var waiters []*rlock.Client
 	for i := range 2 {
 		w := newClient(t, redistest.Shared(t).Client(t))
-		defer stopWaiter(cancel, rwLockAsync(wctx, w.NewFairMutex(name)))
+		defer stopWaiter(cancel, lockAsync(wctx, w.NewFairMutex(name)))
 		waiters = append(waiters, w)
 		require.Eventually(t, func() bool { return rdb.LLen(ctx, lua.QueueName(name)).Val() == int64(i+1) },
 			10*time.Second, 5*time.Millisecond)
@@ -383,7 +383,7 @@ func TestCLIStatusWaiters(t *testing.T) {
 	defer func() { _ = held.Unlock(ctx) }()
 	w := newClient(t, redistest.Shared(t).Client(t))
 	wctx, cancel := context.WithCancel(ctx)
-	defer stopWaiter(cancel, rwLockAsync(wctx, w.NewMutex(name)))
+	defer stopWaiter(cancel, lockAsync(wctx, w.NewMutex(name)))
 	awaitSubscribers(t, rdb, lua.ChannelName(name), 1)
 	require.EqualValues(t, 1, statusOne(t, name).Subscribers)
 	require.Contains(t, statusHuman(t, name), "waiters:  1 subscribed to "+lua.ChannelName(name))
@@ -392,10 +392,10 @@ func TestCLIStatusWaiters(t *testing.T) {
 // stopWaiter ends a wait started by rwLockAsync: it cancels it, waits for its
 // outcome and unlocks the lease it may have got meanwhile. Deferred after the
 // holder's unlock, it runs before it, so that no waiter takes the lock then.
-func stopWaiter(cancel context.CancelFunc, ch <-chan rwResult) {
+func stopWaiter(cancel context.CancelFunc, ch <-chan leaseResult) {
 	cancel()
 	if r := <-ch; r.err == nil {
-		_ = r.l.Unlock(context.Background())
+		_ = r.v.Unlock(context.Background())
 	}
 }
 
@@ -423,7 +423,7 @@ func TestCLIUnlockForce(t *testing.T) {
 			w := newClient(t, redistest.Shared(t).Client(t))
 			wctx, cancel := context.WithCancel(ctx)
 			defer cancel()
-			ch := rwLockAsync(wctx, tc.waiter(w, name))
+			ch := lockAsync(wctx, tc.waiter(w, name))
 			var channel string
 			require.Eventually(t, func() bool { channel = tc.channel(rdb, name); return channel != "" },
 				10*time.Second, 5*time.Millisecond)
@@ -435,9 +435,9 @@ func TestCLIUnlockForce(t *testing.T) {
 			require.Regexp(t, holderPattern(c.ID(), `\d+`), r.stdout)
 			require.Contains(t, r.stdout, tc.says)
 			require.NotContains(t, r.stderr, "[y/N]")
-			got := rwAwait(t, ch, 10*time.Second, "the waiter, after unlock --force")
+			got := awaitAsync(t, ch, 10*time.Second, "the waiter, after unlock --force")
 			require.NoError(t, got.err)
-			require.NoError(t, got.l.Unlock(ctx))
+			require.NoError(t, got.v.Unlock(ctx))
 		})
 	}
 }
@@ -547,28 +547,28 @@ func TestCLIStatusCluster(t *testing.T) {
 	r = statusCLI(t, "unlock", "--force", "--redis", seeds, names[0])
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "(1 subscribed)")
-	got := rwAwait(t, waits[names[0]], 10*time.Second, "the waiter, after unlock --force")
+	got := awaitAsync(t, waits[names[0]], 10*time.Second, "the waiter, after unlock --force")
 	require.NoError(t, got.err)
-	require.NoError(t, got.l.Unlock(ctx))
+	require.NoError(t, got.v.Unlock(ctx))
 }
 
 // clusterHeldAndAwaited takes, with holder, a lock in each shard of cl, named
 // after prefix, and starts a waiter of waiter on each; it returns once every
 // waiter's subscription is counted (SSUBSCRIBE on the slot's primary; SUBSCRIBE
 // on Redis 6.2). The waits end with the test.
-func clusterHeldAndAwaited(t *testing.T, cl *redistest.Cluster, holder, waiter *rlock.Client, prefix string) ([]string, map[string]<-chan rwResult) {
+func clusterHeldAndAwaited(t *testing.T, cl *redistest.Cluster, holder, waiter *rlock.Client, prefix string) ([]string, map[string]<-chan leaseResult) {
 	t.Helper()
 	rdb := cl.Client(t)
 	ctx := testCtx(t, 30*time.Second)
 	wctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
 	var names []string
-	waits := map[string]<-chan rwResult{}
+	waits := map[string]<-chan leaseResult{}
 	for _, shard := range clusterNames(t, cl, rdb, prefix) {
 		name := shard[0]
 		_, err := holder.NewMutex(name).Lock(ctx)
 		require.NoError(t, err)
-		waits[name] = rwLockAsync(wctx, waiter.NewMutex(name))
+		waits[name] = lockAsync(wctx, waiter.NewMutex(name))
 		channel := lua.ChannelName(name)
 		ps := clusterPubSubOf(t, cl)
 		require.Eventually(t, func() bool { n, _ := ps.listeners(ctx, channel); return n == 1 },

@@ -176,7 +176,7 @@ func waitAsleep(t *testing.T, env syncEnv, from, want int, what string) {
 // to channel, and the first made its two attempts (see goCalls): from then
 // on, only a message wakes them. (A semaphore's later waiters queue behind
 // the first without a call of their own: the head attempts for them.)
-func goAsleep(t *testing.T, ctx context.Context, env syncEnv, channel, what string, fs ...func() error) []<-chan syncGot[struct{}] {
+func goAsleep(t *testing.T, ctx context.Context, env syncEnv, channel, what string, fs ...func() error) []<-chan asyncResult[struct{}] {
 	t.Helper()
 	from := env.calls.count()
 	gots := goParked(t, env.name, fs...)
@@ -188,7 +188,7 @@ func goAsleep(t *testing.T, ctx context.Context, env syncEnv, channel, what stri
 // wokenStillWaiting runs java, a Java call that publishes too few permits for
 // the Go waiter got, and checks that its message woke the waiter to one more
 // attempt, after which the waiter waits on.
-func wokenStillWaiting(t *testing.T, env syncEnv, got <-chan syncGot[struct{}], what string, java func()) {
+func wokenStillWaiting(t *testing.T, env syncEnv, got <-chan asyncResult[struct{}], what string, java func()) {
 	t.Helper()
 	from := env.calls.count()
 	java()
@@ -204,7 +204,7 @@ func (env syncEnv) scenario(t *testing.T, d time.Duration, channel string) (cont
 }
 
 // stillWaiting checks that nothing comes on ch for a short while.
-func stillWaiting(t *testing.T, ch <-chan syncGot[struct{}], what string) {
+func stillWaiting(t *testing.T, ch <-chan asyncResult[struct{}], what string) {
 	t.Helper()
 	select {
 	case g := <-ch:
@@ -260,7 +260,7 @@ func interopSemaphoreJavaWakesGo(t *testing.T, env syncEnv) {
 	// Java would wait forever); Java's trySetPermits wakes it.
 	got := goAsleep(t, ctx, env, ch, "Go Acquire on an absent semaphore", acquire(1))[0]
 	answer(java.semTrySetPermits(ctx, name, 1, 0)).is(t, true)
-	require.NoError(t, syncAwait(t, got, wakeBound, "Go Acquire after Java trySetPermits").err)
+	require.NoError(t, awaitAsync(t, got, wakeBound, "Go Acquire after Java trySetPermits").err)
 	requireDecimal(t, env, 0)
 	require.Equal(t, []int64{1}, sub.until(), "only Java's trySetPermits published: a Go acquire publishes nothing")
 
@@ -268,8 +268,8 @@ func interopSemaphoreJavaWakesGo(t *testing.T, env syncEnv) {
 	require.ErrorIs(t, s.TryAcquire(ctx, 1), rlock.ErrNotAcquired)
 	two := goAsleep(t, ctx, env, ch, "two Go Acquires", acquire(1), acquire(1))
 	require.NoError(t, java.semRelease(ctx, name, 2))
-	require.NoError(t, syncAwait(t, two[0], wakeBound, "one of two Go Acquires woken by Java release(2)").err)
-	require.NoError(t, syncAwait(t, two[1], wakeBound, "the other of two Go Acquires woken by Java release(2)").err)
+	require.NoError(t, awaitAsync(t, two[0], wakeBound, "one of two Go Acquires woken by Java release(2)").err)
+	require.NoError(t, awaitAsync(t, two[1], wakeBound, "the other of two Go Acquires woken by Java release(2)").err)
 	requireDecimal(t, env, 0)
 
 	// A Go waiter for 2 is not satisfied by Java's releaseIfExists(1) but is
@@ -279,7 +279,7 @@ func interopSemaphoreJavaWakesGo(t *testing.T, env syncEnv) {
 		answer(java.semReleaseIfExists(ctx, name, 1)).is(t, true)
 	})
 	require.NoError(t, java.semAddPermits(ctx, name, 1))
-	require.NoError(t, syncAwait(t, g, wakeBound, "Go Acquire(2) after Java addPermits").err)
+	require.NoError(t, awaitAsync(t, g, wakeBound, "Go Acquire(2) after Java addPermits").err)
 
 	answer(s.AvailablePermits(ctx)).is(t, 0)
 	answer(java.semAvailable(ctx, name)).is(t, 0)
@@ -598,7 +598,7 @@ func interopPermitWake(t *testing.T, env syncEnv) {
 	var p *rlock.Permits
 	got := goAsleep(t, ctx, env, ch, "Go Acquire", func() (err error) { p, err = es.Acquire(ctx, 1); return err })[0]
 	answer(java.pesTryRelease(ctx, name, j)).is(t, true)
-	require.NoError(t, syncAwait(t, got, wakeBound, "Go Acquire after Java tryRelease").err)
+	require.NoError(t, awaitAsync(t, got, wakeBound, "Go Acquire after Java tryRelease").err)
 	require.Equal(t, []int64{1, 1}, sub.until(), "Java's trySetPermits and release; nothing from Go's acquire")
 
 	// The Java waiter is told Go's expiry; Go's release wakes it.
@@ -621,7 +621,7 @@ func interopPermitWake(t *testing.T, env syncEnv) {
 		require.NoError(t, java.pesAddPermits(ctx, name, 1))
 	})
 	answer(java.pesTryReleaseList(ctx, name, k)).is(t, 1)
-	require.NoError(t, syncAwait(t, got, wakeBound, "Go TryAcquire(2) after Java's list release").err)
+	require.NoError(t, awaitAsync(t, got, wakeBound, "Go TryAcquire(2) after Java's list release").err)
 	require.Len(t, q.IDs(), 2)
 	require.NoError(t, q.Release(ctx))
 	permitCounts(t, ctx, env, es, 2, 0, 2)
@@ -682,7 +682,7 @@ func interopLatchJavaOpensGoAwait(t *testing.T, env syncEnv) {
 	answer(l.Count(ctx)).is(t, 1)
 	stillWaiting(t, got, "Go Await at count 1")
 	require.NoError(t, java.latchCountDown(ctx, name))
-	require.NoError(t, syncAwait(t, got, wakeBound, "Go Await after Java's last countDown").err)
+	require.NoError(t, awaitAsync(t, got, wakeBound, "Go Await after Java's last countDown").err)
 	answer(l.Count(ctx)).is(t, 0)
 	require.NoError(t, l.Await(ctx), "at zero, at once")
 	require.Equal(t, []int64{1, 0}, sub.until(), "Java's trySetCount and opening countDown")
@@ -733,7 +733,7 @@ func interopLatchJavaDeleteFailsGoAwait(t *testing.T, env syncEnv) {
 	answer(java.latchTrySetCount(ctx, name, 1)).is(t, true)
 	got := goAsleep(t, ctx, env, ch, "Go Await", func() error { return l.Await(ctx) })[0]
 	answer(java.latchDelete(ctx, name)).is(t, true)
-	require.ErrorIs(t, syncAwait(t, got, wakeBound, "Go Await after Java's delete").err, rlock.ErrLatchDeleted)
+	require.ErrorIs(t, awaitAsync(t, got, wakeBound, "Go Await after Java's delete").err, rlock.ErrLatchDeleted)
 	require.Equal(t, []int64{1, 1}, sub.until(), "Java's trySetCount and delete")
 }
 

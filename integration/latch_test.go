@@ -24,7 +24,7 @@ import (
 // each of awaiters (a client may come more than once), and returns once all
 // of them are parked (the awaiters' clients are made with watchWaits) and
 // each of their clients is subscribed to the latch's channel.
-func latchAwaited(t *testing.T, ctx context.Context, admin *redis.Client, setter *rlock.Client, name string, count int64, awaiters ...*rlock.Client) []<-chan syncGot[struct{}] {
+func latchAwaited(t *testing.T, ctx context.Context, admin *redis.Client, setter *rlock.Client, name string, count int64, awaiters ...*rlock.Client) []<-chan asyncResult[struct{}] {
 	t.Helper()
 	answer(setter.NewCountDownLatch(name).TrySetCount(ctx, count)).is(t, true)
 	var awaits []func() error
@@ -94,14 +94,14 @@ func TestLatchAwaitersReleasedTogether(t *testing.T) {
 		require.NoError(t, l.CountDown(ctx))
 		answer(l.Count(ctx)).is(t, want)
 		for i, g := range gots {
-			syncPending(t, g, fmt.Sprintf("awaiter %d", i))
+			requirePending(t, g, fmt.Sprintf("awaiter %d", i))
 		}
 	}
 	last := time.Now()
 	require.NoError(t, l.CountDown(ctx))
 	var first, slowest time.Duration
 	for i, g := range gots {
-		got := syncAwait(t, g, 5*time.Second, fmt.Sprintf("awaiter %d", i))
+		got := awaitAsync(t, g, 5*time.Second, fmt.Sprintf("awaiter %d", i))
 		require.NoError(t, got.err, "awaiter %d", i)
 		d := got.at.Sub(last)
 		if i == 0 || d < first {
@@ -130,7 +130,7 @@ func TestLatchDeleteWhileAwaited(t *testing.T) {
 	deleted := time.Now()
 	answer(l.Delete(ctx)).is(t, true)
 	for i, g := range gots {
-		got := syncAwait(t, g, 5*time.Second, "awaiter after Delete")
+		got := awaitAsync(t, g, 5*time.Second, "awaiter after Delete")
 		require.ErrorIs(t, got.err, rlock.ErrLatchDeleted, "awaiter %d", i)
 		t.Logf("awaiter %d: %v after Delete: %v", i, got.at.Sub(deleted).Round(time.Microsecond), got.err)
 		require.Less(t, got.at.Sub(deleted), 2*time.Second)
@@ -153,7 +153,7 @@ func TestLatchLostMessage(t *testing.T) {
 
 	deleted := time.Now()
 	require.NoError(t, admin.Del(ctx, name).Err()) // no PUBLISH
-	g := syncAwait(t, got, recheck+5*time.Second, "Await after a raw DEL")
+	g := awaitAsync(t, got, recheck+5*time.Second, "Await after a raw DEL")
 	require.NoError(t, g.err)
 	took := g.at.Sub(deleted)
 	t.Logf("lost message (raw DEL, no publish): awaiter returned %v after the DEL (re-check interval %v)",
@@ -273,12 +273,12 @@ func TestLatchChurnNeverDeleted(t *testing.T) {
 	gots := latchAwaited(t, ctx, admin, ca, name, 2, ca, ca, cb)
 	answer(l.Delete(ctx)).is(t, true)
 	for i, g := range gots {
-		require.ErrorIs(t, syncAwait(t, g, 5*time.Second, "awaiter after Delete").err, rlock.ErrLatchDeleted, "awaiter %d", i)
+		require.ErrorIs(t, awaitAsync(t, g, 5*time.Second, "awaiter after Delete").err, rlock.ErrLatchDeleted, "awaiter %d", i)
 	}
 
 	gots = latchAwaited(t, ctx, admin, ca, name, 2, ca, cb)
 	require.NoError(t, admin.Del(ctx, name).Err()) // no message: reads as an opening
 	for i, g := range gots {
-		require.NoError(t, syncAwait(t, g, 30*time.Second, "awaiter after a raw DEL").err, "awaiter %d", i)
+		require.NoError(t, awaitAsync(t, g, 30*time.Second, "awaiter after a raw DEL").err, "awaiter %d", i)
 	}
 }

@@ -36,7 +36,7 @@ type releaseSetup struct {
 	name           string
 	hctx           context.Context // the holder's owner
 	lease          *rlock.Lease
-	sameW, otherW  <-chan lockResult
+	sameW, otherW  <-chan leaseResult
 	watchdog       time.Duration
 	releaseTimeout time.Duration
 }
@@ -61,7 +61,7 @@ func newReleaseSetup(t *testing.T, watchdog, releaseTimeout time.Duration, sameL
 	var err error
 	s.lease, err = s.a.NewMutex(s.name).Lock(s.hctx)
 	require.NoError(t, err)
-	s.otherW = lockAsync(ctx, s.b.NewMutex(s.name))
+	s.otherW = lockAsync(rlock.WithOwner(ctx), s.b.NewMutex(s.name))
 	if !sameLater {
 		s.startSameWaiter(t)
 	}
@@ -71,7 +71,7 @@ func newReleaseSetup(t *testing.T, watchdog, releaseTimeout time.Duration, sameL
 
 // startSameWaiter starts the waiter of A.
 func (s *releaseSetup) startSameWaiter(t *testing.T) {
-	s.sameW = lockAsync(testCtx(t, time.Minute), s.a.NewMutex(s.name))
+	s.sameW = lockAsync(rlock.WithOwner(testCtx(t, time.Minute)), s.a.NewMutex(s.name))
 }
 
 // awaitWaiters waits until n clients are subscribed to the lock's channel.
@@ -87,13 +87,23 @@ func btoi(b bool) int {
 	return 0
 }
 
+// requireSoleHolder checks that the waiter whose result is r got a lease that
+// is valid and the lock's only hold, and unlocks it.
+func requireSoleHolder(t *testing.T, rdb redis.Cmdable, name string, r leaseResult) {
+	t.Helper()
+	require.NoError(t, r.err)
+	require.NoError(t, r.v.Err())
+	require.Equal(t, map[string]string{r.v.Holder(): "1"}, holders(t, rdb, name))
+	require.NoError(t, r.v.Unlock(context.Background()))
+}
+
 // requireBothServed checks that the two waiters each get the lock within
 // within, one after the other, and that the lock ends free.
 func (s *releaseSetup) requireBothServed(t *testing.T, within time.Duration) {
 	t.Helper()
 	ctx := testCtx(t, time.Minute)
 	for range 2 {
-		var r lockResult
+		var r leaseResult
 		select {
 		case r = <-s.sameW:
 			s.sameW = nil
@@ -102,10 +112,7 @@ func (s *releaseSetup) requireBothServed(t *testing.T, within time.Duration) {
 		case <-time.After(within):
 			t.Fatalf("a waiter was not served within %v of the release; holders: %v", within, holders(t, s.direct, s.name))
 		}
-		require.NoError(t, r.err)
-		require.NoError(t, r.l.Err())
-		require.Equal(t, map[string]string{r.l.Holder(): "1"}, holders(t, s.direct, s.name))
-		require.NoError(t, r.l.Unlock(ctx))
+		requireSoleHolder(t, s.direct, s.name, r)
 	}
 	require.Zero(t, s.direct.Exists(ctx, s.name).Val())
 }
@@ -232,7 +239,7 @@ func TestCloseReleasesHolds(t *testing.T) {
 		"fenced": func(c *rlock.Client) rlock.Locker { return c.NewFencedMutex(name + ":fe") },
 	}
 	leases := map[string]*rlock.Lease{}
-	waiters := map[string]<-chan lockResult{}
+	waiters := map[string]<-chan leaseResult{}
 	octx := rlock.WithOwner(ctx)
 	for k, mk := range kinds {
 		l, err := mk(a).Lock(octx)
@@ -240,7 +247,7 @@ func TestCloseReleasesHolds(t *testing.T) {
 		_, err = mk(a).Lock(octx) // reentered: Close gives back every level
 		require.NoError(t, err)
 		leases[k] = l
-		waiters[k] = lockAsync(ctx, mk(b))
+		waiters[k] = lockAsync(rlock.WithOwner(ctx), mk(b))
 	}
 	require.Eventually(t, func() bool {
 		return len(direct.PubSubChannels(ctx, "*"+name+"*").Val()) >= len(kinds)
@@ -253,7 +260,7 @@ func TestCloseReleasesHolds(t *testing.T) {
 		case r := <-w:
 			require.NoError(t, r.err, k)
 			t.Logf("%s: the other client's waiter got the lock %v after Close", k, time.Since(closed).Round(time.Millisecond))
-			require.NoError(t, r.l.Unlock(ctx))
+			require.NoError(t, r.v.Unlock(ctx))
 		case <-time.After(2 * time.Second):
 			t.Fatalf("%s: the waiter of the other client was not served after Close", k)
 		}
@@ -615,8 +622,8 @@ func TestLeaseHandOffReplyDelayedPastLease(t *testing.T) {
 		octx := rlock.WithOwner(ctx)
 		l1, err := a.NewMutex(name).Lock(octx)
 		require.NoError(t, err)
-		succ := lockAsync(ctx, a.NewMutex(name)) // owner 2 of A: the head of A's queue
-		other := lockAsync(ctx, b.NewMutex(name))
+		succ := lockAsync(rlock.WithOwner(ctx), a.NewMutex(name)) // owner 2 of A: the head of A's queue
+		other := lockAsync(rlock.WithOwner(ctx), b.NewMutex(name))
 		ch := "redisson_lock__channel:{" + name + "}"
 		awaitSubscribers(t, direct, ch, 2) // both clients wait
 
@@ -628,18 +635,15 @@ func TestLeaseHandOffReplyDelayedPastLease(t *testing.T) {
 		select {
 		case r := <-other:
 			require.NoError(t, r.err)
-			lb = r.l
+			lb = r.v
 			takenOver++
 		case r := <-succ:
 			// The other client did not take over: the successor's lease must be real.
-			require.NoError(t, r.err)
-			require.NoError(t, r.l.Err())
-			require.Equal(t, map[string]string{r.l.Holder(): "1"}, holders(t, direct, name))
+			requireSoleHolder(t, direct, name, r)
 			valid++
-			require.NoError(t, r.l.Unlock(ctx))
 			r = <-other
 			require.NoError(t, r.err)
-			require.NoError(t, r.l.Unlock(ctx))
+			require.NoError(t, r.v.Unlock(ctx))
 			continue
 		case <-time.After(5 * time.Second):
 			t.Fatal("neither waiter got the lock")
@@ -649,10 +653,10 @@ func TestLeaseHandOffReplyDelayedPastLease(t *testing.T) {
 		case r := <-succ:
 			dead++
 			t.Errorf("round %d: the successor's Lock returned (err %v, lease valid: %v) while the other client held the lock",
-				round, r.err, r.l != nil && r.l.Err() == nil)
+				round, r.err, r.v != nil && r.v.Err() == nil)
 			require.NoError(t, lb.Unlock(ctx))
-			if r.l != nil {
-				_ = r.l.Unlock(ctx)
+			if r.v != nil {
+				_ = r.v.Unlock(ctx)
 			}
 			continue
 		case <-time.After(2 * lease):
@@ -661,11 +665,8 @@ func TestLeaseHandOffReplyDelayedPastLease(t *testing.T) {
 		require.NoError(t, lb.Unlock(ctx))
 		select {
 		case r := <-succ:
-			require.NoError(t, r.err)
-			require.NoError(t, r.l.Err())
-			require.Equal(t, map[string]string{r.l.Holder(): "1"}, holders(t, direct, name))
+			requireSoleHolder(t, direct, name, r)
 			valid++
-			require.NoError(t, r.l.Unlock(ctx))
 		case <-time.After(5 * time.Second):
 			t.Fatal("the successor was not served after the other client's release")
 		}
@@ -673,19 +674,4 @@ func TestLeaseHandOffReplyDelayedPastLease(t *testing.T) {
 	t.Logf("5 delayed hand-offs: the other client took over in %d; leases returned valid: %d; returned while the other client held the lock: %d",
 		takenOver, valid, dead)
 	require.Equal(t, 5, valid)
-}
-
-type lockResult struct {
-	l   *rlock.Lease
-	err error
-}
-
-// lockAsync runs m.Lock with a fresh owner on a goroutine.
-func lockAsync(ctx context.Context, m rlock.Locker) <-chan lockResult {
-	ch := make(chan lockResult, 1)
-	go func() {
-		l, err := m.Lock(rlock.WithOwner(ctx))
-		ch <- lockResult{l, err}
-	}()
-	return ch
 }

@@ -99,49 +99,6 @@ func rwField(t testing.TB, rdb *redis.Client, name, prefix string) string {
 	return found[0]
 }
 
-// rwResult is the outcome of a Lock run by rwLockAsync, and when it returned.
-type rwResult struct {
-	l   *rlock.Lease
-	err error
-	at  time.Time
-}
-
-// rwLockAsync calls l.Lock(ctx) on a goroutine of its own and delivers the
-// outcome.
-func rwLockAsync(ctx context.Context, l rlock.Locker) <-chan rwResult {
-	ch := make(chan rwResult, 1)
-	go func() {
-		lease, err := l.Lock(ctx)
-		ch <- rwResult{lease, err, time.Now()}
-	}()
-	return ch
-}
-
-// rwAwait returns the outcome of an rwLockAsync call; it fails the test when
-// none arrives within bound.
-func rwAwait(t testing.TB, ch <-chan rwResult, bound time.Duration, what string) rwResult {
-	t.Helper()
-	timer := time.NewTimer(bound)
-	defer timer.Stop()
-	select {
-	case r := <-ch:
-		return r
-	case <-timer.C:
-		t.Fatalf("%s: Lock did not return within %v", what, bound)
-		return rwResult{}
-	}
-}
-
-// rwRequirePending fails the test if the rwLockAsync call ch has returned.
-func rwRequirePending(t testing.TB, ch <-chan rwResult, what string) {
-	t.Helper()
-	select {
-	case r := <-ch:
-		t.Fatalf("%s returned while it should still wait: lease %v, err %v", what, r.l != nil, r.err)
-	default:
-	}
-}
-
 // rwAwaitWaiting waits until n Lock calls (of clients made with watchWaits)
 // are waiting on the lock name and its channel has at least subs subscribers:
 // a release from then on is heard.
@@ -254,7 +211,7 @@ func TestRWReadersShareWriterWaitsForLast(t *testing.T) {
 		require.True(t, locked)
 	}
 
-	w := rwLockAsync(ctx, rws[0].WriteLock())
+	w := lockAsync(ctx, rws[0].WriteLock())
 	rwAwaitWaiting(t, rdb, name, 1, 1)
 
 	// Readers 1..7 leave (four of c2, three of c1): the writer still waits.
@@ -262,13 +219,13 @@ func TestRWReadersShareWriterWaitsForLast(t *testing.T) {
 		close(release[i])
 		require.NoError(t, <-unlocked, "reader %d unlock", i)
 		require.Len(t, holders(t, rdb, name), readers-i+1)
-		rwRequirePending(t, w, "the writer")
+		requirePending(t, w, "the writer")
 	}
 	require.Equal(t, 1, rwRequireTimeouts(t, rdb, name))
 	released := time.Now()
 	close(release[0])
 	require.NoError(t, <-unlocked, "reader 0 unlock")
-	r := rwAwait(t, w, rwBound, "the writer")
+	r := awaitAsync(t, w, rwBound, "the writer")
 	require.NoError(t, r.err)
 	t.Logf("writer got in %v after the last reader's unlock began", r.at.Sub(released).Round(time.Microsecond))
 
@@ -277,7 +234,7 @@ func TestRWReadersShareWriterWaitsForLast(t *testing.T) {
 	require.Len(t, h, 2)
 	require.Regexp(t, `^`+c1.ID()+`:[0-9]+:write$`, rwField(t, rdb, name, c1.ID()))
 	require.Empty(t, rwTimeoutKeys(t, rdb, name))
-	require.NoError(t, r.l.Unlock(ctx))
+	require.NoError(t, r.v.Unlock(ctx))
 	rwRequireGone(t, rdb, name)
 }
 
@@ -328,9 +285,9 @@ func TestRWWriterExclusive(t *testing.T) {
 	require.Empty(t, rwTimeoutKeys(t, rdb, name))
 
 	const waiters = 8
-	results := make([]<-chan rwResult, waiters)
+	results := make([]<-chan leaseResult, waiters)
 	for i := range results {
-		results[i] = rwLockAsync(ctx, rws[i%2].ReadLock())
+		results[i] = lockAsync(ctx, rws[i%2].ReadLock())
 	}
 	rwAwaitWaiting(t, rdb, name, waiters, 2)
 
@@ -339,7 +296,7 @@ func TestRWWriterExclusive(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	for i, ch := range results {
-		rwRequirePending(t, ch, fmt.Sprintf("reader %d after a partial write unlock", i))
+		requirePending(t, ch, fmt.Sprintf("reader %d after a partial write unlock", i))
 	}
 
 	released := time.Now()
@@ -347,9 +304,9 @@ func TestRWWriterExclusive(t *testing.T) {
 	var slowest time.Duration
 	var leases []*rlock.Lease
 	for i, ch := range results {
-		r := rwAwait(t, ch, rwBound, fmt.Sprintf("reader %d", i))
+		r := awaitAsync(t, ch, rwBound, fmt.Sprintf("reader %d", i))
 		require.NoError(t, r.err, "reader %d", i)
-		leases = append(leases, r.l)
+		leases = append(leases, r.v)
 		slowest = max(slowest, r.at.Sub(released))
 	}
 	t.Logf("all %d blocked readers (4 per client) got in within %v of the write unlock", waiters, slowest.Round(time.Microsecond))
@@ -403,8 +360,8 @@ func TestRWDowngrade(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, locked, "write mode with a read hold: the read side is locked (Redisson's rule)")
 
-	sameClient := rwLockAsync(ctx, rw.ReadLock())
-	otherClient := rwLockAsync(ctx, c2.NewRWMutex(name).ReadLock())
+	sameClient := lockAsync(ctx, rw.ReadLock())
+	otherClient := lockAsync(ctx, c2.NewRWMutex(name).ReadLock())
 	rwAwaitWaiting(t, rdb, name, 2, 2)
 	sub := rwSubscribe(t, rdb, name)
 
@@ -424,8 +381,8 @@ func TestRWDowngrade(t *testing.T) {
 	_, err = rw.WriteLock().TryLock(octx, rlock.WithWaitTime(time.Second))
 	require.ErrorIs(t, err, rlock.ErrUpgrade, "having downgraded, the owner holds only the read side")
 
-	r1 := rwAwait(t, sameClient, rwBound, "reader of the same client")
-	r2 := rwAwait(t, otherClient, rwBound, "reader of another client")
+	r1 := awaitAsync(t, sameClient, rwBound, "reader of the same client")
+	r2 := awaitAsync(t, otherClient, rwBound, "reader of another client")
 	require.NoError(t, r1.err)
 	require.NoError(t, r2.err)
 	t.Logf("after the downgrade, waiting readers got in after %v (same client) and %v (other client)",
@@ -433,8 +390,8 @@ func TestRWDowngrade(t *testing.T) {
 	require.Len(t, holders(t, rdb, name), 4)
 	require.Equal(t, 3, rwRequireTimeouts(t, rdb, name))
 
-	require.NoError(t, r1.l.Unlock(ctx))
-	require.NoError(t, r2.l.Unlock(ctx))
+	require.NoError(t, r1.v.Unlock(ctx))
+	require.NoError(t, r2.v.Unlock(ctx))
 	require.Equal(t, 1, rwRequireTimeouts(t, rdb, name))
 	require.NoError(t, rl.Unlock(octx))
 	rwRequireGone(t, rdb, name)
@@ -633,23 +590,23 @@ func TestRWZombieReaderCleanup(t *testing.T) {
 	live := rwField(t, rdb, name, c1.ID())
 	require.Equal(t, map[string]string{"mode": "read", dead: "1", live: "1"}, holders(t, rdb, name))
 
-	w := rwLockAsync(ctx, c2.NewRWMutex(name).WriteLock())
+	w := lockAsync(ctx, c2.NewRWMutex(name).WriteLock())
 	rwAwaitWaiting(t, rdb, name, 1, 1)
 	require.Eventually(t, func() bool { return !wdExists(t, rdb, deadKey) }, rwBound, 10*time.Millisecond,
 		"the dead reader's timeout key expires")
 	require.Contains(t, holders(t, rdb, name), dead, "the zombie's field is still in the hash")
-	rwRequirePending(t, w, "the writer")
+	requirePending(t, w, "the writer")
 
 	released := time.Now()
 	require.NoError(t, rl.Unlock(octx))
-	r := rwAwait(t, w, rwBound, "the writer")
+	r := awaitAsync(t, w, rwBound, "the writer")
 	require.NoError(t, r.err)
 	t.Logf("writer got in %v after the last live reader's unlock", r.at.Sub(released).Round(time.Microsecond))
 	h := holders(t, rdb, name)
 	require.Equal(t, "write", h["mode"])
 	require.NotContains(t, h, dead, "the zombie's field was deleted with the hash")
 	require.Len(t, h, 2)
-	require.NoError(t, r.l.Unlock(ctx))
+	require.NoError(t, r.v.Unlock(ctx))
 	rwRequireGone(t, rdb, name)
 }
 
@@ -997,7 +954,7 @@ func TestRWInteropJava(t *testing.T) {
 
 		_, err = rw.WriteLock().TryLock(rlock.WithOwner(ctx))
 		require.ErrorIs(t, err, rlock.ErrNotAcquired)
-		w := rwLockAsync(ctx, rw.WriteLock())
+		w := lockAsync(ctx, rw.WriteLock())
 		rwAwaitWaiting(t, rdb, name, 1, 1)
 
 		v, err := java.readUnlock(ctx, name, 82)
@@ -1005,11 +962,11 @@ func TestRWInteropJava(t *testing.T) {
 		require.EqualValues(t, 0, v, "Java's read unlock leaves Go's read hold")
 		require.Equal(t, map[string]string{"mode": "read", gfield: "1"}, holders(t, rdb, name))
 		require.Greater(t, wdPTTL(t, rdb, name), 25*time.Second, "the hash lives as long as Go's read hold")
-		rwRequirePending(t, w, "the Go writer")
+		requirePending(t, w, "the Go writer")
 
 		released := time.Now()
 		require.NoError(t, gl.Unlock(octx))
-		r := rwAwait(t, w, rwBound, "the Go writer")
+		r := awaitAsync(t, w, rwBound, "the Go writer")
 		require.NoError(t, r.err)
 		t.Logf("Go writer got in %v after the last (Go) reader's unlock", r.at.Sub(released).Round(time.Microsecond))
 		ttl, err = java.readLock(ctx, name, 82)
@@ -1019,7 +976,7 @@ func TestRWInteropJava(t *testing.T) {
 		ttl, err = java.writeLock(ctx, name, 82)
 		require.NoError(t, err)
 		require.NotNil(t, ttl, "and a Java writer")
-		require.NoError(t, r.l.Unlock(ctx))
+		require.NoError(t, r.v.Unlock(ctx))
 		rwRequireGone(t, rdb, name)
 	})
 
@@ -1064,21 +1021,21 @@ func TestRWInteropJava(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, locked)
 
-		w := rwLockAsync(ctx, rw.WriteLock())
+		w := lockAsync(ctx, rw.WriteLock())
 		rwAwaitWaiting(t, rdb, name, 1, 2)
 		released := time.Now()
 		v, err = java.readUnlock(ctx, name, 1)
 		require.NoError(t, err)
 		require.EqualValues(t, 1, v)
 		rwRequireMessage(t, sub, "0")
-		r := rwAwait(t, w, rwBound, "the Go writer")
+		r := awaitAsync(t, w, rwBound, "the Go writer")
 		require.NoError(t, r.err)
 		t.Logf("Go writer got in %v after the Java reader's unlock", r.at.Sub(released).Round(time.Microsecond))
 		h := holders(t, rdb, name)
 		require.Equal(t, "write", h["mode"])
 		require.NotContains(t, h, java.field(1))
 		require.Empty(t, rwTimeoutKeys(t, rdb, name), "the Java reader's timeout key was deleted by its unlock")
-		require.NoError(t, r.l.Unlock(ctx))
+		require.NoError(t, r.v.Unlock(ctx))
 		rwRequireGone(t, rdb, name)
 	})
 
@@ -1106,7 +1063,7 @@ func TestRWInteropJava(t *testing.T) {
 		require.Greater(t, remain, 25*time.Second)
 
 		octx := rlock.WithOwner(ctx)
-		r := rwLockAsync(octx, rw.ReadLock())
+		r := lockAsync(octx, rw.ReadLock())
 		sub := rwSubscribe(t, rdb, name)
 		rwAwaitWaiting(t, rdb, name, 1, 2)
 		released := time.Now()
@@ -1114,7 +1071,7 @@ func TestRWInteropJava(t *testing.T) {
 		require.NoError(t, err)
 		require.EqualValues(t, 1, v)
 		rwRequireMessage(t, sub, "1")
-		got := rwAwait(t, r, rwBound, "the Go reader")
+		got := awaitAsync(t, r, rwBound, "the Go reader")
 		require.NoError(t, got.err)
 		t.Logf("Go reader got in %v after the Java writer's unlock", got.at.Sub(released).Round(time.Microsecond))
 

@@ -199,13 +199,6 @@ func waitCounted(t testing.TB, srv *redistest.Server) (*redis.Client, *waitCount
 	return rdb, h
 }
 
-// waitResult is what a Lock or TryLock call in a goroutine returned, and when.
-type waitResult struct {
-	lease *rlock.Lease
-	err   error
-	at    time.Time
-}
-
 // waitSubscribedAndAttempted waits until the waiter whose client sends its
 // commands through counter has subscribed to channel (NUMSUB reaches 1) and has
 // made at least attempts round trips: after the attempt that follows the
@@ -405,11 +398,7 @@ func TestWaitPubSubKilledBeforeUnlock(t *testing.T) {
 		require.NoError(t, err)
 
 		counter.calls.Store(0)
-		res := make(chan waitResult, 1)
-		go func() {
-			l, err := waiter.NewMutex(name).Lock(ctx)
-			res <- waitResult{l, err, time.Now()}
-		}()
+		res := lockAsync(ctx, waiter.NewMutex(name))
 		// The initial attempt, then the attempt after the confirmation: the waiter
 		// now sleeps until a wake-up or the holder's PTTL.
 		waitSubscribedAndAttempted(t, admin, channel, counter, 2)
@@ -445,7 +434,7 @@ func TestWaitPubSubKilledBeforeUnlock(t *testing.T) {
 			t.Logf("round %d: waiter acquired %v after the unlock; %s; holder's lease had %v left",
 				round, took.Round(time.Microsecond), how, left.Round(time.Millisecond))
 			require.Less(t, took, lease+2*time.Second)
-			require.NoError(t, r.lease.Unlock(ctx))
+			require.NoError(t, r.v.Unlock(ctx))
 		case <-time.After(lease + 5*time.Second):
 			t.Fatalf("round %d: waiter not woken within %v of the unlock", round, lease+5*time.Second)
 		}
@@ -694,11 +683,7 @@ func TestWaitCancelDuringAttempt(t *testing.T) {
 	require.NoError(t, err)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	res := make(chan waitResult, 1)
-	go func() {
-		l, err := c.NewMutex(name).Lock(wctx)
-		res <- waitResult{l, err, time.Now()}
-	}()
+	res := lockAsync(wctx, c.NewMutex(name))
 	waitSubscribedAndAttempted(t, admin, lua.ChannelName(name), counter, 2)
 
 	// The waiter sleeps until the holder's PTTL has passed, then attempts: that
@@ -709,12 +694,7 @@ func TestWaitCancelDuringAttempt(t *testing.T) {
 	during := holders(t, admin, name)
 	cancelled := time.Now()
 	cancel()
-	var r waitResult
-	select {
-	case r = <-res:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Lock did not return after its ctx was cancelled")
-	}
+	r := awaitAsync(t, res, 10*time.Second, "Lock after its ctx was cancelled")
 	require.Error(t, r.err)
 	t.Logf("lock hash while the attempt's reply was held back: %v", during)
 	t.Logf("Lock cancelled during an in-flight attempt returned %v after the cancel: %v", r.at.Sub(cancelled).Round(time.Millisecond), r.err)
@@ -743,11 +723,7 @@ func TestWaitDeadHolderTakenOver(t *testing.T) {
 		acquired := time.Now()
 		_, err = hc.NewMutex(name).TryLock(ctx, rlock.WithLeaseTime(lease))
 		require.NoError(t, err)
-		res := make(chan waitResult, 1)
-		go func() {
-			l, err := waiter.NewMutex(name).Lock(ctx)
-			res <- waitResult{l, err, time.Now()}
-		}()
+		res := lockAsync(ctx, waiter.NewMutex(name))
 		waitSubscribedAndAttempted(t, admin, lua.ChannelName(name), counter, 2)
 		closed := time.Now()
 		require.NoError(t, hrdb.Close()) // the holder "dies": no unlock is sent (its Close could not release)
@@ -760,7 +736,7 @@ func TestWaitDeadHolderTakenOver(t *testing.T) {
 				lease, took.Round(time.Millisecond), r.at.Sub(closed).Round(time.Millisecond))
 			require.GreaterOrEqual(t, took, lease-50*time.Millisecond, "acquired before the holder's lease ran out")
 			require.Less(t, took, lease+2*time.Second)
-			require.NoError(t, r.lease.Unlock(ctx))
+			require.NoError(t, r.v.Unlock(ctx))
 		case <-time.After(lease + 5*time.Second):
 			t.Fatal("waiter not woken by the end of the holder's lease")
 		}
@@ -782,11 +758,7 @@ func TestWaitDeadHolderTakenOver(t *testing.T) {
 		w := redistest.StartWorker(t, t.Name(), waitHolderRole, "WAIT_ADDR="+srv.Addr, "WAIT_NAME="+name,
 			"WAIT_WATCHDOG="+watchdog.String())
 		w.Expect(t, "HELD", 60*time.Second)
-		res := make(chan waitResult, 1)
-		go func() {
-			l, err := waiter.NewMutex(name).Lock(ctx)
-			res <- waitResult{l, err, time.Now()}
-		}()
+		res := lockAsync(ctx, waiter.NewMutex(name))
 		waitSubscribedAndAttempted(t, admin, lua.ChannelName(name), counter, 2)
 
 		// While the holder lives, its watchdog keeps the lock past its 1 s lease.
@@ -808,7 +780,7 @@ func TestWaitDeadHolderTakenOver(t *testing.T) {
 			t.Logf("watchdog timeout %v: waiter acquired %v after SIGKILL of the holder process (PTTL %v shortly before)",
 				watchdog, took.Round(time.Millisecond), pttl)
 			require.Less(t, took, watchdog+2*time.Second)
-			require.NoError(t, r.lease.Unlock(ctx))
+			require.NoError(t, r.v.Unlock(ctx))
 		case <-time.After(watchdog + 5*time.Second):
 			t.Fatal("waiter not woken after the holder was killed")
 		}

@@ -280,9 +280,7 @@ func TestReplicaAcksHealthy(t *testing.T) {
 		info, err := replica.Client(t).Info(ctx, "replication").Result()
 		return err == nil && strings.Contains(info, "master_link_status:up")
 	}, 10*time.Second, 10*time.Millisecond, "replica in sync")
-	rdb := primary.Client(t)
-	rt := &roundTrips{}
-	rdb.AddHook(rt)
+	rdb, rt := roundTripClient(t, primary)
 	c := newClient(t, rdb, rlock.WithReplicaAcks(1, time.Second))
 	name := redistest.Name(t)
 	m := c.NewMutex(name)

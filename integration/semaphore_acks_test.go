@@ -321,7 +321,7 @@ func TestSemaphoreReplicaAcksNoHandOff(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, "1", m.Payload, "the release published the permit: it handed nothing over")
 
-				g := syncAwait(t, got, 10*time.Second, "the waiter")
+				g := awaitAsync(t, got, 10*time.Second, "the waiter")
 				trips := log.since(mark)
 				require.Equal(t, []string{"evalsha", "pexpire", "wait"}, trips[0].cmds, "the release, acknowledged")
 				require.True(t, trips[0].release)
@@ -442,7 +442,7 @@ func TestSemaphoreReplicaAcksCluster(t *testing.T) {
 					release := answer(k.acquire(ctx, one, name, 1)).value(t, "%s on %s", name, shard)
 					got := queueParked(t, name, func() (func(context.Context) error, error) { return k.acquire(ctx, one, name, 1) })
 					require.NoError(t, release(ctx), "%s on %s", name, shard)
-					g := syncAwait(t, got, 10*time.Second, "the waiter")
+					g := awaitAsync(t, got, 10*time.Second, "the waiter")
 					require.NoError(t, g.err, "%s on %s", name, shard)
 					require.NoError(t, g.v(ctx))
 

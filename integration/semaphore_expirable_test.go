@@ -183,13 +183,13 @@ func TestExpirableDeadHolderPermitReturns(t *testing.T) {
 	require.InDelta(t, time.Now().Add(watchdog).UnixMilli(), first, float64(watchdog.Milliseconds()),
 		"its expiry is about now + the watchdog timeout")
 
-	got := syncGo(func() (*rlock.Permits, error) { return s.Acquire(ctx, 1) })
+	got := goAsync(func() (*rlock.Permits, error) { return s.Acquire(ctx, 1) })
 	awaitSubscribersAtLeast(t, admin, syncSemChannel(name), 1)
 
 	// While the holder lives its watchdog moves the expiry forward: wait past
 	// the first expiry; the waiter must still be waiting.
 	require.Eventually(t, func() bool { return time.Now().UnixMilli() > first+200 }, 5*time.Second, 5*time.Millisecond)
-	syncPending(t, got, "Acquire while the holder's watchdog renews its permit")
+	requirePending(t, got, "Acquire while the holder's watchdog renews its permit")
 	renewed, ok := syncScore(t, admin, name, id)
 	require.True(t, ok, "the live holder's permit was not reclaimed")
 	require.Greater(t, renewed, first, "the watchdog renewed the permit")
@@ -197,7 +197,7 @@ func TestExpirableDeadHolderPermitReturns(t *testing.T) {
 	killed := time.Now()
 	require.NoError(t, w.Signal(syscall.SIGKILL))
 	<-w.Done()
-	g := syncAwait(t, got, watchdog+10*time.Second, "Acquire after the holder was killed")
+	g := awaitAsync(t, got, watchdog+10*time.Second, "Acquire after the holder was killed")
 	require.NoError(t, g.err)
 	took := g.at.Sub(killed)
 	t.Logf("watchdog timeout %v: the dead holder's permit came back and the waiter acquired it %v after SIGKILL",

@@ -81,10 +81,10 @@ func hookedClient(t *testing.T) (*rlock.Client, *scriptHook) {
 // queueParked starts acquire, an acquisition on the semaphore name by a
 // client made with watchWaits, on a goroutine and returns once it waits,
 // parked in the client's queue.
-func queueParked(t *testing.T, name string, acquire func() (func(context.Context) error, error)) <-chan syncGot[func(context.Context) error] {
+func queueParked(t *testing.T, name string, acquire func() (func(context.Context) error, error)) <-chan asyncResult[func(context.Context) error] {
 	t.Helper()
 	base := parked.on(name)
-	got := syncGo(acquire)
+	got := goAsync(acquire)
 	awaitParked(t, name, base+1)
 	return got
 }
@@ -114,7 +114,7 @@ func oneHeldPermit(t *testing.T, k syncKind) heldPermit {
 
 // acquireQueued starts an acquisition of one permit on q's client and
 // returns once it waits, parked in the client's queue.
-func (q heldPermit) acquireQueued(t *testing.T, k syncKind) <-chan syncGot[func(context.Context) error] {
+func (q heldPermit) acquireQueued(t *testing.T, k syncKind) <-chan asyncResult[func(context.Context) error] {
 	t.Helper()
 	return queueParked(t, q.name, func() (func(context.Context) error, error) { return k.acquire(q.ctx, q.c, q.name, 1) })
 }
@@ -129,6 +129,23 @@ func (q heldPermit) headLooked(t *testing.T) int64 {
 	require.Eventually(t, func() bool { return q.h.scripts.Load() >= 4 }, 5*time.Second, time.Millisecond,
 		"the waiter made its attempt once subscribed")
 	return q.h.scripts.Load()
+}
+
+// aroundFirstRelease makes h run f in place of the first semaphore release
+// script it sees (f runs it with next, or not); the commands before it (the
+// head's own attempts, say) and after it run as usual.
+func (h *scriptHook) aroundFirstRelease(f func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook)) {
+	var once sync.Once
+	h.setAround(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) (bool, error) {
+		took := false
+		if isRelease(cmd) {
+			once.Do(func() {
+				took = true
+				f(ctx, cmd, next)
+			})
+		}
+		return took, cmd.Err()
+	})
 }
 
 // isRelease reports whether cmd runs a semaphore's release script: its keys
@@ -168,7 +185,7 @@ func TestSemaphoreReleaseHandsOffInItsRoundTrip(t *testing.T) {
 			_, err := sub.Receive(ctx)
 			require.NoError(t, err)
 			require.NoError(t, release(ctx))
-			g := syncAwait(t, got, 2*time.Second, "the waiter, handed the permit")
+			g := awaitAsync(t, got, 2*time.Second, "the waiter, handed the permit")
 			require.NoError(t, g.err)
 			require.EqualValues(t, 1, h.scripts.Load()-before, "one round trip: the release's; the waiter made none")
 			require.Zero(t, permitsLeft(t, admin, name), "the permit went from holder to waiter")
@@ -197,7 +214,7 @@ func TestSemaphoreNewHeadTrustsTheQueuesSubscription(t *testing.T) {
 			before := q.headLooked(t)
 
 			require.NoError(t, release(ctx))
-			g1 := syncAwait(t, first, 2*time.Second, "the first waiter, handed the permit")
+			g1 := awaitAsync(t, first, 2*time.Second, "the first waiter, handed the permit")
 			require.NoError(t, g1.err)
 			// The new head reports nothing on taking over the queue: watch the
 			// scripts for a while instead; the count after the second hand-off
@@ -207,7 +224,7 @@ func TestSemaphoreNewHeadTrustsTheQueuesSubscription(t *testing.T) {
 			require.EqualValues(t, 1, h.scripts.Load()-before, "the release only")
 
 			require.NoError(t, g1.v(ctx))
-			g2 := syncAwait(t, second, 2*time.Second, "the second waiter, handed the permit")
+			g2 := awaitAsync(t, second, 2*time.Second, "the second waiter, handed the permit")
 			require.NoError(t, g2.err)
 			require.EqualValues(t, 2, h.scripts.Load()-before, "the two releases only")
 			require.NoError(t, g2.v(ctx))
@@ -228,22 +245,13 @@ func TestSemaphoreWaiterLeftDuringHandOffGivesBack(t *testing.T) {
 			defer cancel()
 			got := queueParked(t, name, func() (func(context.Context) error, error) { return k.acquire(wctx, c, name, 1) })
 
-			var once sync.Once
-			h.setAround(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) (bool, error) {
-				took := false
-				if !isRelease(cmd) {
-					return false, nil // the head's own attempt, say
-				}
-				once.Do(func() {
-					took = true
-					err := next(ctx, cmd) // the release runs, serving the waiter
-					cancel()              // which gives up before the reply comes
-					g := syncAwait(t, got, 5*time.Second, "the waiter, cancelled")
-					require.ErrorIs(t, g.err, rlock.ErrNotAcquired)
-					require.ErrorIs(t, g.err, context.Canceled)
-					cmd.SetErr(err)
-				})
-				return took, cmd.Err()
+			h.aroundFirstRelease(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) {
+				err := next(ctx, cmd) // the release runs, serving the waiter
+				cancel()              // which gives up before the reply comes
+				g := awaitAsync(t, got, 5*time.Second, "the waiter, cancelled")
+				require.ErrorIs(t, g.err, rlock.ErrNotAcquired)
+				require.ErrorIs(t, g.err, context.Canceled)
+				cmd.SetErr(err)
 			})
 			require.NoError(t, release(ctx))
 			h.setAround(nil)
@@ -265,22 +273,13 @@ func TestSemaphoreHandOffReplyLostIsSettled(t *testing.T) {
 	ctx, admin, c, h, name, release := q.ctx, q.admin, q.c, q.h, q.name, q.release
 	got := queueParked(t, name, func() (func(context.Context) error, error) { return k.acquire(ctx, c, name, 1) })
 	lost := errors.New("reply lost")
-	var once sync.Once
-	h.setAround(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) (bool, error) {
-		took := false
-		if !isRelease(cmd) {
-			return false, nil // the head's own attempt, say
-		}
-		once.Do(func() {
-			took = true
-			require.NoError(t, next(ctx, cmd))
-			cmd.SetErr(lost)
-		})
-		return took, cmd.Err()
+	h.aroundFirstRelease(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) {
+		require.NoError(t, next(ctx, cmd))
+		cmd.SetErr(lost)
 	})
 	require.ErrorIs(t, release(ctx), lost)
 	h.setAround(nil)
-	g := syncAwait(t, got, 5*time.Second, "the waiter, after the lost reply")
+	g := awaitAsync(t, got, 5*time.Second, "the waiter, after the lost reply")
 	require.NoError(t, g.err)
 	require.Zero(t, permitsLeft(t, admin, name), "the waiter holds the permit the release handed it")
 	require.NoError(t, g.v(ctx))
@@ -316,10 +315,10 @@ func TestSemaphoreQueueHoldsBackBehindTheHead(t *testing.T) {
 			require.EqualValues(t, 1, permitsLeft(t, admin, name))
 
 			require.NoError(t, backs[1](ctx))
-			g2 := syncAwait(t, two, 5*time.Second, "the waiter for 2")
+			g2 := awaitAsync(t, two, 5*time.Second, "the waiter for 2")
 			require.NoError(t, g2.err)
 			require.NoError(t, backs[2](ctx))
-			g1 := syncAwait(t, one, 5*time.Second, "the waiter for 1")
+			g1 := awaitAsync(t, one, 5*time.Second, "the waiter for 1")
 			require.NoError(t, g1.err)
 			require.Zero(t, permitsLeft(t, admin, name))
 			require.NoError(t, g2.v(ctx))
@@ -331,7 +330,7 @@ func TestSemaphoreQueueHoldsBackBehindTheHead(t *testing.T) {
 
 // stillQueued checks that ch, a waiter's result, brings nothing for a short
 // while: the waiter still waits.
-func stillQueued(t *testing.T, ch <-chan syncGot[func(context.Context) error], what string) {
+func stillQueued(t *testing.T, ch <-chan asyncResult[func(context.Context) error], what string) {
 	t.Helper()
 	select {
 	case g := <-ch:
@@ -381,7 +380,7 @@ func TestSemaphoreHeadAttemptReplyLostGivesBack(t *testing.T) {
 		return took, cmd.Err()
 	})
 	require.NoError(t, release(ctx))
-	g := syncAwait(t, got, 5*time.Second, "the waiter")
+	g := awaitAsync(t, got, 5*time.Second, "the waiter")
 	h.setAround(nil)
 	require.ErrorIs(t, g.err, lost)
 	require.Eventually(t, func() bool { return permitsLeft(t, admin, name) == 1 }, 5*time.Second, time.Millisecond,
@@ -423,7 +422,7 @@ func (h *loseNextAcquisition) ProcessPipelineHook(next redis.ProcessPipelineHook
 // with that error, the second waiter takes a permit. It returns the primary
 // and its replica, the name, the client's round trips (from the release on:
 // mark) and the second waiter's outcome.
-func lostHeadAttempt(t *testing.T, k syncKind) (replicated, string, *tripLog, int, syncGot[func(context.Context) error]) {
+func lostHeadAttempt(t *testing.T, k syncKind) (replicated, string, *tripLog, int, asyncResult[func(context.Context) error]) {
 	t.Helper()
 	ctx := testCtx(t, 60*time.Second)
 	p := startReplicated(t)
@@ -448,9 +447,9 @@ func lostHeadAttempt(t *testing.T, k syncKind) (replicated, string, *tripLog, in
 	lose.armed.Store(true)
 	mark = log.mark()
 	require.NoError(t, release(ctx))
-	g1 := syncAwait(t, first, 10*time.Second, "the head")
+	g1 := awaitAsync(t, first, 10*time.Second, "the head")
 	require.ErrorIs(t, g1.err, lose.err)
-	g2 := syncAwait(t, second, 10*time.Second, "the second waiter")
+	g2 := awaitAsync(t, second, 10*time.Second, "the second waiter")
 	require.NoError(t, g2.err)
 	return p, name, log, mark, g2
 }

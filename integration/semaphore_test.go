@@ -93,50 +93,6 @@ func syncScore(t testing.TB, rdb redis.Cmdable, name, id string) (int64, bool) {
 	return int64(s), true
 }
 
-// syncGot is what a blocking call run by syncGo returned, and when.
-type syncGot[T any] struct {
-	v   T
-	err error
-	at  time.Time
-}
-
-// syncGo runs f in a goroutine; the channel receives its result once.
-func syncGo[T any](f func() (T, error)) <-chan syncGot[T] {
-	ch := make(chan syncGot[T], 1)
-	go func() {
-		v, err := f()
-		ch <- syncGot[T]{v, err, time.Now()}
-	}()
-	return ch
-}
-
-// syncGoErr is syncGo for a call that returns only an error.
-func syncGoErr(f func() error) <-chan syncGot[struct{}] {
-	return syncGo(func() (struct{}, error) { return struct{}{}, f() })
-}
-
-// syncAwait waits at most d for the result of a call started by syncGo.
-func syncAwait[T any](t testing.TB, ch <-chan syncGot[T], d time.Duration, what string) syncGot[T] {
-	t.Helper()
-	select {
-	case g := <-ch:
-		return g
-	case <-time.After(d):
-		t.Fatalf("%s: no answer within %v", what, d)
-		panic("unreachable")
-	}
-}
-
-// syncPending fails the test if the call started by syncGo has already returned.
-func syncPending[T any](t testing.TB, ch <-chan syncGot[T], what string) {
-	t.Helper()
-	select {
-	case g := <-ch:
-		t.Fatalf("%s returned early: %v, err %v", what, g.v, g.err)
-	default:
-	}
-}
-
 // syncDeadClient returns an rlock.Client whose go-redis client points at a
 // closed port and counts what it would send: any call that reaches the network
 // fails with a dial error and is counted.
@@ -410,10 +366,10 @@ func TestSemaphoreNeverInitialised(t *testing.T) {
 			var release func(context.Context) error
 			got := goParked(t, name, func() (err error) { release, err = k.acquire(ctx, waiter, name, 2); return err })[0]
 			awaitSubscribersAtLeast(t, admin, syncSemChannel(name), 1)
-			syncPending(t, got, k.kind+".Acquire on a semaphore without key")
+			requirePending(t, got, k.kind+".Acquire on a semaphore without key")
 			set := time.Now()
 			answer(k.set(ctx, setter, name, 3)).is(t, true)
-			g := syncAwait(t, got, 5*time.Second, k.kind+".Acquire after TrySetPermits")
+			g := awaitAsync(t, got, 5*time.Second, k.kind+".Acquire after TrySetPermits")
 			require.NoError(t, g.err)
 			t.Logf("%s: waiter acquired %v after TrySetPermits in another client", k.kind, g.at.Sub(set).Round(time.Millisecond))
 			v, _ := syncGet(t, admin, name)
@@ -432,10 +388,10 @@ func TestSemaphoreNeverInitialised(t *testing.T) {
 			name := redistest.Name(t)
 			got := goParked(t, name, func() error { return k.cycle(ctx, waiter, name, 1) })[0]
 			awaitSubscribersAtLeast(t, admin, syncSemChannel(name), 1)
-			syncPending(t, got, k.kind+".Acquire without key")
+			requirePending(t, got, k.kind+".Acquire without key")
 			set := time.Now()
 			require.NoError(t, admin.Set(ctx, name, 1, 0).Err()) // no PUBLISH: the message is "lost"
-			g := syncAwait(t, got, recheck+5*time.Second, k.kind+".Acquire after a raw SET")
+			g := awaitAsync(t, got, recheck+5*time.Second, k.kind+".Acquire after a raw SET")
 			require.NoError(t, g.err)
 			took := g.at.Sub(set)
 			t.Logf("%s: lost message (raw SET, no publish): waiter acquired %v after the SET (re-check interval %v)",
@@ -570,11 +526,11 @@ func TestSemaphoreWaitTime(t *testing.T) {
 		require.ErrorIs(t, err, rlock.ErrNotAcquired)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 
-		got := syncGoErr(func() error { return try(ctx) })
+		got := goAsyncErr(func() error { return try(ctx) })
 		awaitSubscribersAtLeast(t, redistest.Shared(t).Client(t), syncSemChannel(name), 1)
 		released := time.Now()
 		require.NoError(t, release(ctx))
-		g := syncAwait(t, got, 5*time.Second, "TryAcquire with a release during its wait")
+		g := awaitAsync(t, got, 5*time.Second, "TryAcquire with a release during its wait")
 		require.NoError(t, g.err)
 		t.Logf("%s: wait time %v: gave up after %v; with a release during the wait, acquired %v after it",
 			k.kind, wait, took.Round(time.Millisecond), g.at.Sub(released).Round(time.Microsecond))

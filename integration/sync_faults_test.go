@@ -35,7 +35,7 @@ type syncWaitCase struct {
 
 // start prepares the object name with o and starts the wait in w; it returns
 // once the wait is parked, with the call that ends it.
-func (tc syncWaitCase) start(t *testing.T, ctx context.Context, o, w *rlock.Client, name string) (end func() error, got <-chan syncGot[struct{}]) {
+func (tc syncWaitCase) start(t *testing.T, ctx context.Context, o, w *rlock.Client, name string) (end func() error, got <-chan asyncResult[struct{}]) {
 	t.Helper()
 	end = tc.prepare(t, ctx, o, name)
 	got = goParked(t, name, func() error { return tc.wait(ctx, w, name) })[0]
@@ -124,7 +124,7 @@ func TestSyncPubSubKilledBeforeRelease(t *testing.T) {
 				require.EqualValues(t, 1, killed, "one subscriber connection (the waiter's)")
 				released := time.Now()
 				require.NoError(t, end())
-				g := syncAwait(t, got, 10*time.Second, tc.name+" after its pub/sub connection was killed")
+				g := awaitAsync(t, got, 10*time.Second, tc.name+" after its pub/sub connection was killed")
 				require.NoError(t, g.err)
 				took := g.at.Sub(released)
 
@@ -370,7 +370,7 @@ func TestSyncCluster(t *testing.T) {
 					}, 10*time.Second, 5*time.Millisecond, "%s: the waiter listens on %s by %s", name, ch, ps)
 					released := time.Now()
 					require.NoError(t, end(), "%s on %s", name, shard)
-					g := syncAwait(t, got, 10*time.Second, tc.name+" "+name)
+					g := awaitAsync(t, got, 10*time.Second, tc.name+" "+name)
 					require.NoError(t, g.err, "%s on %s", name, shard)
 					worst = max(worst, g.at.Sub(released))
 					tc.after(t, rdb, name)
@@ -403,8 +403,8 @@ func TestSyncWaitBoundedByFixedLease(t *testing.T) {
 			held := answer(s.Acquire(ctx, 1, rlock.WithLeaseTime(lease))).value(t)
 			taken := time.Now()
 
-			got := syncGo(func() (*rlock.Permits, error) { return waiter.NewExpirableSemaphore(name).Acquire(ctx, 1) })
-			g := syncAwait(t, got, 5*time.Second, "waiter on a never-released fixed-lease permit")
+			got := goAsync(func() (*rlock.Permits, error) { return waiter.NewExpirableSemaphore(name).Acquire(ctx, 1) })
+			g := awaitAsync(t, got, 5*time.Second, "waiter on a never-released fixed-lease permit")
 			require.NoError(t, g.err)
 			waited := g.at.Sub(taken)
 			t.Logf("permit with a %v lease never released: the waiter acquired %v after it was taken", lease, waited.Round(time.Millisecond))

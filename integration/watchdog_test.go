@@ -677,15 +677,7 @@ func TestWatchdogHandOffDuringSubscribeLeavesNoSubscription(t *testing.T) {
 	openGate := func() { opened.Do(func() { close(open) }) }
 	t.Cleanup(openGate)
 
-	type result struct {
-		l   *rlock.Lease
-		err error
-	}
-	got := make(chan result, 1)
-	go func() {
-		l, err := m.Lock(ctx) // queues behind the holder, then subscribes: a new dial
-		got <- result{l, err}
-	}()
+	got := lockAsync(ctx, m) // queues behind the holder, then subscribes: a new dial
 	select {
 	case <-dialing:
 	case <-time.After(10 * time.Second):
@@ -695,14 +687,9 @@ func TestWatchdogHandOffDuringSubscribeLeavesNoSubscription(t *testing.T) {
 	// the release hands the lock to it.
 	require.NoError(t, holder.Unlock(ctx))
 	openGate()
-	var r result
-	select {
-	case r = <-got:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiter did not get the lock")
-	}
+	r := awaitAsync(t, got, 10*time.Second, "the waiter, handed the lock")
 	require.NoError(t, r.err)
-	require.NoError(t, r.l.Unlock(ctx))
+	require.NoError(t, r.v.Unlock(ctx))
 	require.False(t, wdExists(t, rdb, name))
 
 	// Nobody holds or waits for the lock any more: after the hub's linger (1 s) the
