@@ -207,10 +207,8 @@ func TestCLILockEnv(t *testing.T) {
 }
 
 func TestCLILockBusy(t *testing.T) {
-	rdb, c, name := setup(t)
+	rdb, c, name, lease := setupHeld(t)
 	ctx := testCtx(t, 30*time.Second)
-	lease, err := c.NewMutex(name).Lock(ctx)
-	require.NoError(t, err)
 	defer func() { require.NoError(t, lease.Unlock(ctx)) }()
 	held, holder := holders(t, rdb, name), lease.Holder()
 	addr := redistest.Shared(t).Addr
@@ -239,11 +237,8 @@ func TestCLILockBusy(t *testing.T) {
 // "-w 5" waits for a holder that releases within the 5 s, "-w 0.3" gives up
 // after 300 ms.
 func TestCLILockWaitSeconds(t *testing.T) {
-	rdb, c, name := setup(t)
-	ctx := testCtx(t, 30*time.Second)
+	rdb, c, name, lease := setupHeld(t)
 	addr := redistest.Shared(t).Addr
-	lease, err := c.NewMutex(name).Lock(ctx)
-	require.NoError(t, err)
 	held := holders(t, rdb, name)
 
 	p := startLockCLI(t, addr, "-w", "0.3", name, "--", "echo", "never")
@@ -269,10 +264,7 @@ func requireServedOnUnlock(t *testing.T, p *lockCLI, lease *rlock.Lease, rdb *re
 }
 
 func TestCLILockWaitsForTheHolder(t *testing.T) {
-	rdb, c, name := setup(t)
-	ctx := testCtx(t, 30*time.Second)
-	lease, err := c.NewMutex(name).Lock(ctx)
-	require.NoError(t, err)
+	rdb, c, name, lease := setupHeld(t)
 	p := startLockCLI(t, redistest.Shared(t).Addr, name, "--", "echo", "got it")
 	// The progress line, after a second, says who holds the lock.
 	require.Eventually(t, func() bool { return strings.Contains(p.stderr.String(), "waiting for") }, 10*time.Second, 20*time.Millisecond)
@@ -282,10 +274,8 @@ func TestCLILockWaitsForTheHolder(t *testing.T) {
 }
 
 func TestCLILockInterruptedWait(t *testing.T) {
-	rdb, c, name := setup(t)
+	rdb, _, name, lease := setupHeld(t)
 	ctx := testCtx(t, 30*time.Second)
-	lease, err := c.NewMutex(name).Lock(ctx)
-	require.NoError(t, err)
 	defer func() { require.NoError(t, lease.Unlock(ctx)) }()
 	held := holders(t, rdb, name)
 	channel := "redisson_lock__channel:{" + name + "}"

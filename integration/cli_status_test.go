@@ -376,10 +376,8 @@ func TestCLIStatusScan(t *testing.T) {
 // TestCLIStatusWaiters: a Go waiter blocked in Lock shows as a subscriber of the
 // lock's channel.
 func TestCLIStatusWaiters(t *testing.T) {
-	rdb, c, name := setup(t)
+	rdb, _, name, held := setupHeld(t)
 	ctx := testCtx(t, 30*time.Second)
-	held, err := c.NewMutex(name).Lock(ctx)
-	require.NoError(t, err)
 	defer func() { _ = held.Unlock(ctx) }()
 	w := newClient(t, redistest.Shared(t).Client(t))
 	wctx, cancel := context.WithCancel(ctx)
@@ -462,10 +460,8 @@ func fairHeadChannel(rdb *redis.Client, name string) string {
 // is "not locked" (0, so scripts may run unlock again); a key that is not a lock
 // is left alone (65).
 func TestCLIUnlockRefusals(t *testing.T) {
-	rdb, c, name := setup(t)
+	rdb, _, name, l := setupHeld(t)
 	ctx := testCtx(t, 30*time.Second)
-	l, err := c.NewMutex(name).Lock(ctx)
-	require.NoError(t, err)
 	defer func() { _ = l.Unlock(ctx) }()
 	url := sharedURL(t)
 

@@ -1005,6 +1005,15 @@ func (j javaFair) unlock(ctx context.Context, name string, thread int) (any, err
 	return javaUnlockReply(javaFairUnlock.Run(ctx, j.rdb, keys, 0, 30000, j.field(thread), time.Now().UnixMilli(), j.publish, 16000).Result())
 }
 
+// requireReleased unlocks the lock name held by thread, and requires the
+// unlock to release it (Redisson's 1).
+func (j javaFair) requireReleased(t *testing.T, ctx context.Context, name string, thread int) {
+	t.Helper()
+	v, err := j.unlock(ctx, name, thread)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, v, "thread %d released the lock", thread)
+}
+
 // acquireFailed takes a waiter thread that gave up out of the queue.
 func (j javaFair) acquireFailed(ctx context.Context, name string, thread int, wait int64) error {
 	err := javaFairAcquireFailed.Run(ctx, j.rdb, j.keys(name)[1:], j.field(thread), wait).Err()
@@ -1064,9 +1073,7 @@ func fairInteropJavaHolder(t *testing.T, env interopEnv) {
 	require.NoError(t, err)
 
 	released := time.Now()
-	v, err := java.unlock(ctx, name, 1)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, v)
+	java.requireReleased(t, ctx, name, 1)
 	r := awaitAsync(t, got, 10*time.Second, "the Go waiter")
 	require.NoError(t, r.err)
 	t.Logf("the Go waiter took the lock %v after the Java unlock", fairMs(r.at.Sub(released)))
@@ -1092,9 +1099,7 @@ func fairInteropJavaHolder(t *testing.T, env interopEnv) {
 	require.Empty(t, fairQueue(t, rdb, name))
 	_, err = m.TryLock(ctx)
 	require.ErrorIs(t, err, rlock.ErrNotAcquired)
-	v, err = java.unlock(ctx, name, 2)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, v)
+	java.requireReleased(t, ctx, name, 2)
 	fairRequireClean(t, rdb, name)
 }
 
@@ -1137,9 +1142,7 @@ func fairInteropGoHolder(t *testing.T, env interopEnv) {
 	ttl, err = java.acquire(ctx, name, 1, fairWaitMs)
 	require.NoError(t, err)
 	require.Nil(t, ttl, "Java acquires")
-	v, err := java.unlock(ctx, name, 1)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, v)
+	java.requireReleased(t, ctx, name, 1)
 	fairRequireClean(t, rdb, name)
 }
 
@@ -1172,9 +1175,7 @@ func fairInteropJavaGivesUp(t *testing.T, env interopEnv) {
 	requirePending(t, got, "the Go waiter while Java holds")
 
 	released := time.Now()
-	v, err := java.unlock(ctx, name, 1)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, v)
+	java.requireReleased(t, ctx, name, 1)
 	r := awaitAsync(t, got, 10*time.Second, "the Go waiter")
 	fairRequireServed(t, r, released, "the Go waiter, after the Java unlock,")
 	fairRequireClean(t, rdb, name)

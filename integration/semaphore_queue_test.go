@@ -112,6 +112,14 @@ func oneHeldPermit(t *testing.T, k syncKind) heldPermit {
 	return heldPermit{ctx, redistest.Shared(t).Client(t), c, h, name, release}
 }
 
+// eachHeldPermit runs f in a subtest for each kind of semaphore, with one
+// permit held (oneHeldPermit).
+func eachHeldPermit(t *testing.T, f func(t *testing.T, k syncKind, q heldPermit)) {
+	for _, k := range syncKinds {
+		t.Run(k.kind, func(t *testing.T) { f(t, k, oneHeldPermit(t, k)) })
+	}
+}
+
 // acquireQueued starts an acquisition of one permit on q's client and
 // returns once it waits, parked in the client's queue.
 func (q heldPermit) acquireQueued(t *testing.T, k syncKind) <-chan asyncResult[func(context.Context) error] {
@@ -174,30 +182,27 @@ func permitsLeft(t *testing.T, admin *redis.Client, name string) int64 {
 // the release returns, without a round trip of its own, and nothing is
 // published (the first message on the channel is a later release's).
 func TestSemaphoreReleaseHandsOffInItsRoundTrip(t *testing.T) {
-	for _, k := range syncKinds {
-		t.Run(k.kind, func(t *testing.T) {
-			q := oneHeldPermit(t, k)
-			ctx, admin, h, name, release := q.ctx, q.admin, q.h, q.name, q.release
-			got := q.acquireQueued(t, k)
-			before := q.headLooked(t)
-			sub := admin.Subscribe(ctx, syncSemChannel(name))
-			t.Cleanup(func() { _ = sub.Close() })
-			_, err := sub.Receive(ctx)
-			require.NoError(t, err)
-			require.NoError(t, release(ctx))
-			g := awaitAsync(t, got, 2*time.Second, "the waiter, handed the permit")
-			require.NoError(t, g.err)
-			require.EqualValues(t, 1, h.scripts.Load()-before, "one round trip: the release's; the waiter made none")
-			require.Zero(t, permitsLeft(t, admin, name), "the permit went from holder to waiter")
+	eachHeldPermit(t, func(t *testing.T, k syncKind, q heldPermit) {
+		ctx, admin, h, name, release := q.ctx, q.admin, q.h, q.name, q.release
+		got := q.acquireQueued(t, k)
+		before := q.headLooked(t)
+		sub := admin.Subscribe(ctx, syncSemChannel(name))
+		t.Cleanup(func() { _ = sub.Close() })
+		_, err := sub.Receive(ctx)
+		require.NoError(t, err)
+		require.NoError(t, release(ctx))
+		g := awaitAsync(t, got, 2*time.Second, "the waiter, handed the permit")
+		require.NoError(t, g.err)
+		require.EqualValues(t, 1, h.scripts.Load()-before, "one round trip: the release's; the waiter made none")
+		require.Zero(t, permitsLeft(t, admin, name), "the permit went from holder to waiter")
 
-			// The waiter's release publishes (nobody waits): that is the first message.
-			require.NoError(t, g.v(ctx))
-			m, err := sub.ReceiveMessage(ctx)
-			require.NoError(t, err)
-			require.NotEqual(t, "0", m.Payload, "the hand-off published nothing; this is the waiter's release")
-			require.EqualValues(t, 1, permitsLeft(t, admin, name))
-		})
-	}
+		// The waiter's release publishes (nobody waits): that is the first message.
+		require.NoError(t, g.v(ctx))
+		m, err := sub.ReceiveMessage(ctx)
+		require.NoError(t, err)
+		require.NotEqual(t, "0", m.Payload, "the hand-off published nothing; this is the waiter's release")
+		require.EqualValues(t, 1, permitsLeft(t, admin, name))
+	})
 }
 
 // TestSemaphoreNewHeadTrustsTheQueuesSubscription: a waiter that becomes the
@@ -205,62 +210,56 @@ func TestSemaphoreReleaseHandsOffInItsRoundTrip(t *testing.T) {
 // has looked through since its confirmation: it makes no attempt of its own
 // (it would find nothing), and the next release hands it the permit.
 func TestSemaphoreNewHeadTrustsTheQueuesSubscription(t *testing.T) {
-	for _, k := range syncKinds {
-		t.Run(k.kind, func(t *testing.T) {
-			q := oneHeldPermit(t, k)
-			ctx, admin, h, name, release := q.ctx, q.admin, q.h, q.name, q.release
-			first := q.acquireQueued(t, k)
-			second := q.acquireQueued(t, k) // behind the first, without a round trip
-			before := q.headLooked(t)
+	eachHeldPermit(t, func(t *testing.T, k syncKind, q heldPermit) {
+		ctx, admin, h, name, release := q.ctx, q.admin, q.h, q.name, q.release
+		first := q.acquireQueued(t, k)
+		second := q.acquireQueued(t, k) // behind the first, without a round trip
+		before := q.headLooked(t)
 
-			require.NoError(t, release(ctx))
-			g1 := awaitAsync(t, first, 2*time.Second, "the first waiter, handed the permit")
-			require.NoError(t, g1.err)
-			// The new head reports nothing on taking over the queue: watch the
-			// scripts for a while instead; the count after the second hand-off
-			// below would tell a later attempt too.
-			require.Never(t, func() bool { return h.scripts.Load()-before > 1 }, 300*time.Millisecond, 5*time.Millisecond,
-				"the release only: the new head made no attempt")
-			require.EqualValues(t, 1, h.scripts.Load()-before, "the release only")
+		require.NoError(t, release(ctx))
+		g1 := awaitAsync(t, first, 2*time.Second, "the first waiter, handed the permit")
+		require.NoError(t, g1.err)
+		// The new head reports nothing on taking over the queue: watch the
+		// scripts for a while instead; the count after the second hand-off
+		// below would tell a later attempt too.
+		require.Never(t, func() bool { return h.scripts.Load()-before > 1 }, 300*time.Millisecond, 5*time.Millisecond,
+			"the release only: the new head made no attempt")
+		require.EqualValues(t, 1, h.scripts.Load()-before, "the release only")
 
-			require.NoError(t, g1.v(ctx))
-			g2 := awaitAsync(t, second, 2*time.Second, "the second waiter, handed the permit")
-			require.NoError(t, g2.err)
-			require.EqualValues(t, 2, h.scripts.Load()-before, "the two releases only")
-			require.NoError(t, g2.v(ctx))
-			require.EqualValues(t, 1, permitsLeft(t, admin, name))
-		})
-	}
+		require.NoError(t, g1.v(ctx))
+		g2 := awaitAsync(t, second, 2*time.Second, "the second waiter, handed the permit")
+		require.NoError(t, g2.err)
+		require.EqualValues(t, 2, h.scripts.Load()-before, "the two releases only")
+		require.NoError(t, g2.v(ctx))
+		require.EqualValues(t, 1, permitsLeft(t, admin, name))
+	})
 }
 
 // TestSemaphoreWaiterLeftDuringHandOffGivesBack: a waiter whose ctx ends
 // while the release that serves it is in flight gives up, and the permits
 // it was handed go back: none is lost.
 func TestSemaphoreWaiterLeftDuringHandOffGivesBack(t *testing.T) {
-	for _, k := range syncKinds {
-		t.Run(k.kind, func(t *testing.T) {
-			q := oneHeldPermit(t, k)
-			ctx, admin, c, h, name, release := q.ctx, q.admin, q.c, q.h, q.name, q.release
-			wctx, cancel := context.WithCancel(ctx)
-			defer cancel()
-			got := queueParked(t, name, func() (func(context.Context) error, error) { return k.acquire(wctx, c, name, 1) })
+	eachHeldPermit(t, func(t *testing.T, k syncKind, q heldPermit) {
+		ctx, admin, c, h, name, release := q.ctx, q.admin, q.c, q.h, q.name, q.release
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		got := queueParked(t, name, func() (func(context.Context) error, error) { return k.acquire(wctx, c, name, 1) })
 
-			h.aroundFirstRelease(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) {
-				err := next(ctx, cmd) // the release runs, serving the waiter
-				cancel()              // which gives up before the reply comes
-				g := awaitAsync(t, got, 5*time.Second, "the waiter, cancelled")
-				require.ErrorIs(t, g.err, rlock.ErrNotAcquired)
-				require.ErrorIs(t, g.err, context.Canceled)
-				cmd.SetErr(err)
-			})
-			require.NoError(t, release(ctx))
-			h.setAround(nil)
-			require.EqualValues(t, 1, permitsLeft(t, admin, name), "the permit handed to the waiter that left came back")
-			if k.kind == "ExpirableSemaphore" {
-				require.Zero(t, admin.ZCard(ctx, syncTimeoutKey(name)).Val(), "no permit id is left held")
-			}
+		h.aroundFirstRelease(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) {
+			err := next(ctx, cmd) // the release runs, serving the waiter
+			cancel()              // which gives up before the reply comes
+			g := awaitAsync(t, got, 5*time.Second, "the waiter, cancelled")
+			require.ErrorIs(t, g.err, rlock.ErrNotAcquired)
+			require.ErrorIs(t, g.err, context.Canceled)
+			cmd.SetErr(err)
 		})
-	}
+		require.NoError(t, release(ctx))
+		h.setAround(nil)
+		require.EqualValues(t, 1, permitsLeft(t, admin, name), "the permit handed to the waiter that left came back")
+		if k.kind == "ExpirableSemaphore" {
+			require.Zero(t, admin.ZCard(ctx, syncTimeoutKey(name)).Val(), "no permit id is left held")
+		}
+	})
 }
 
 // TestSemaphoreHandOffReplyLostIsSettled: the reply of a release that served
