@@ -32,7 +32,7 @@ func TestCLIElect(t *testing.T) {
 
 	b := startSessionCLI(t, "elect", url, "--value", "second", "--watchdog-timeout", "600ms", "--kill-grace", "500ms", name, "--",
 		"sh", "-c", `trap "echo got TERM; exit 0" TERM; echo "lead $HOLDFAST_TOKEN"; `+loopForever)
-	waitCandidate(t, ctx, rdb, lua.ChannelName(name))
+	awaitSubscribersAtLeast(t, rdb, lua.ChannelName(name), 1) // the candidate waits
 	st := statusOne(t, name)
 	require.NotNil(t, st.Election, "status shows the election")
 	e := st.Election

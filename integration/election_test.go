@@ -447,7 +447,7 @@ func TestElectionFailover(t *testing.T) {
 		require.NoError(t, err, line)
 		awaitInfo(t, obs, electBound, func(i rlock.LeaderInfo) bool { return i.Token == old })
 		got := campaignAsync(ctx, e, "parent")
-		waitCandidate(t, ctx, rdb, lua.ChannelName(name))
+		awaitSubscribersAtLeast(t, rdb, lua.ChannelName(name), 1) // the candidate waits
 
 		// The fault lands at a point of the leader's renewal cycle spread
 		// over the rounds: the delay is the subject, not a synchronisation.
@@ -485,12 +485,6 @@ func TestElectionFailover(t *testing.T) {
 	t.Logf("follower notification (new leader's Campaign returned -> Observe delivered): %s", percentiles(notify))
 	slices.Sort(failover)
 	require.LessOrEqual(t, failover[len(failover)-1], electLease+electBound, "a leader replaced later than its lease")
-}
-
-// waitCandidate waits until someone listens on channel: the candidate waits.
-func waitCandidate(t *testing.T, ctx context.Context, rdb *redis.Client, channel string) {
-	t.Helper()
-	awaitSubscribersAtLeast(t, rdb, channel, 1)
 }
 
 // percentiles renders p50, p99 and max of ds.
