@@ -21,7 +21,7 @@ import (
 // RPermitExpirableSemaphore) against real Redis: invalid arguments, the
 // watchdog-leased permit of a dead holder, expired fixed-lease permits
 // reclaimed by exactly the calls Redisson reclaims in, all-or-nothing release,
-// a foreign key at the name. The dead holder's worker is in sync_procs_test.go.
+// a foreign key at the name. The dead holder's worker is in sync_test.go.
 
 // expShortLease is the fixed lease of the permits these tests let expire.
 const expShortLease = 100 * time.Millisecond
