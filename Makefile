@@ -115,7 +115,7 @@ bench:
 
 ## bench-semaphore: the semaphores against the Mutex, PING and two polling Redis semaphores (about
 ## 1.5 minutes; arguments in SEMBENCHARGS): writes $(BENCH_OUT)/semaphore.md, then runs the Go
-## benchmarks of the uncontended cycles (integration/semaphore_bench_test.go).
+## benchmarks of the uncontended cycles (integration/bench_test.go).
 SEMBENCHARGS ?=
 bench-semaphore:
 	cd bench && $(GO) run ./cmd/semaphore-bench -out $(abspath $(BENCH_OUT)) $(SEMBENCHARGS)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"github.com/holdfast-go/holdfast/rlock"
 	"io"
 	"net"
 	"os"
@@ -206,10 +207,8 @@ func TestCLILockEnv(t *testing.T) {
 }
 
 func TestCLILockBusy(t *testing.T) {
-	rdb, c, name := setup(t)
+	rdb, c, name, lease := setupHeld(t)
 	ctx := testCtx(t, 30*time.Second)
-	lease, err := c.NewMutex(name).Lock(ctx)
-	require.NoError(t, err)
 	defer func() { require.NoError(t, lease.Unlock(ctx)) }()
 	held, holder := holders(t, rdb, name), lease.Holder()
 	addr := redistest.Shared(t).Addr
@@ -238,11 +237,8 @@ func TestCLILockBusy(t *testing.T) {
 // "-w 5" waits for a holder that releases within the 5 s, "-w 0.3" gives up
 // after 300 ms.
 func TestCLILockWaitSeconds(t *testing.T) {
-	rdb, c, name := setup(t)
-	ctx := testCtx(t, 30*time.Second)
+	rdb, c, name, lease := setupHeld(t)
 	addr := redistest.Shared(t).Addr
-	lease, err := c.NewMutex(name).Lock(ctx)
-	require.NoError(t, err)
 	held := holders(t, rdb, name)
 
 	p := startLockCLI(t, addr, "-w", "0.3", name, "--", "echo", "never")
@@ -254,33 +250,32 @@ func TestCLILockWaitSeconds(t *testing.T) {
 
 	p = startLockCLI(t, addr, "-w", "5", name, "--", "echo", "got it")
 	awaitSubscribers(t, rdb, "redisson_lock__channel:{"+name+"}", 1) // waiting, not refused
-	require.NoError(t, lease.Unlock(ctx))
+	requireServedOnUnlock(t, p, lease, rdb, name)
+}
+
+// requireServedOnUnlock unlocks lease, which p waits for, and requires p to run
+// its command (echo "got it") and exit 0, leaving the lock free.
+func requireServedOnUnlock(t *testing.T, p *lockCLI, lease *rlock.Lease, rdb *redis.Client, name string) {
+	t.Helper()
+	require.NoError(t, lease.Unlock(testCtx(t, 10*time.Second)))
 	p.expect(t, "got it")
 	require.Equal(t, 0, p.wait(t), p.stderr.String())
 	requireNoLock(t, rdb, name)
 }
 
 func TestCLILockWaitsForTheHolder(t *testing.T) {
-	rdb, c, name := setup(t)
-	ctx := testCtx(t, 30*time.Second)
-	lease, err := c.NewMutex(name).Lock(ctx)
-	require.NoError(t, err)
+	rdb, c, name, lease := setupHeld(t)
 	p := startLockCLI(t, redistest.Shared(t).Addr, name, "--", "echo", "got it")
 	// The progress line, after a second, says who holds the lock.
 	require.Eventually(t, func() bool { return strings.Contains(p.stderr.String(), "waiting for") }, 10*time.Second, 20*time.Millisecond)
 	require.Regexp(t, "held by "+holderOf(c, lease), p.stderr.String())
 	require.Contains(t, p.stderr.String(), "s left")
-	require.NoError(t, lease.Unlock(ctx))
-	p.expect(t, "got it")
-	require.Equal(t, 0, p.wait(t), p.stderr.String())
-	requireNoLock(t, rdb, name)
+	requireServedOnUnlock(t, p, lease, rdb, name)
 }
 
 func TestCLILockInterruptedWait(t *testing.T) {
-	rdb, c, name := setup(t)
+	rdb, _, name, lease := setupHeld(t)
 	ctx := testCtx(t, 30*time.Second)
-	lease, err := c.NewMutex(name).Lock(ctx)
-	require.NoError(t, err)
 	defer func() { require.NoError(t, lease.Unlock(ctx)) }()
 	held := holders(t, rdb, name)
 	channel := "redisson_lock__channel:{" + name + "}"
@@ -290,10 +285,7 @@ func TestCLILockInterruptedWait(t *testing.T) {
 	}{{syscall.SIGTERM, 143}, {syscall.SIGINT, 130}, {syscall.SIGHUP, 129}} {
 		p := startLockCLI(t, redistest.Shared(t).Addr, name, "--", "echo", "never")
 		// Waiting: subscribed to the lock's release channel.
-		require.Eventually(t, func() bool {
-			n, err := rdb.PubSubNumSub(ctx, channel).Result()
-			return err == nil && n[channel] == 1
-		}, 10*time.Second, 10*time.Millisecond)
+		awaitSubscribers(t, rdb, channel, 1)
 		require.NoError(t, p.cmd.Process.Signal(tc.sig))
 		require.Equal(t, tc.want, p.wait(t), "%v: %s", tc.sig, p.stderr.String())
 		require.Equal(t, held, holders(t, rdb, name))
@@ -545,10 +537,7 @@ func TestCLILockFair(t *testing.T) {
 	// Queued in Redisson's fair queue, as a Java waiter would be.
 	queue := "redisson_lock_queue:{" + name + "}"
 	require.Eventually(t, func() bool { return rdb.LLen(ctx, queue).Val() == 1 }, 10*time.Second, 10*time.Millisecond)
-	require.NoError(t, lease.Unlock(ctx))
-	p.expect(t, "got it")
-	require.Equal(t, 0, p.wait(t), p.stderr.String())
-	requireNoLock(t, rdb, name)
+	requireServedOnUnlock(t, p, lease, rdb, name)
 	require.Zero(t, rdb.Exists(ctx, queue, "redisson_lock_timeout:{"+name+"}").Val())
 }
 

@@ -329,7 +329,7 @@ func TestCLIWatchTerminal(t *testing.T) {
 
 	waiter := newClient(t, redistest.Shared(t).Client(t))
 	wctx, cancel := context.WithCancel(ctx)
-	defer stopWaiter(cancel, rwLockAsync(wctx, waiter.NewMutex(name)))
+	defer stopWaiter(cancel, lockAsync(wctx, waiter.NewMutex(name)))
 	awaitSubscribers(t, rdb, lua.ChannelName(name), 1)
 	at = out.waitFor(t, at, "  waiters:  1 subscribed to "+lua.ChannelName(name)+"\x1b[K")
 	s, _ := out.snapshot()

@@ -1,24 +1,30 @@
 package integration
 
-// Leader election (issue 30): Campaign, Leader, Observe, Proclaim and Resign,
-// each promise checked from the leader's side and the followers', in one
-// client and across clients, on a single server, a Cluster and Sentinel.
-
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/signal"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/holdfast-go/holdfast/integration/redistest"
 	"github.com/holdfast-go/holdfast/lua"
+	"github.com/holdfast-go/holdfast/observe"
 	"github.com/holdfast-go/holdfast/rlock"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
+
+// Leader election: Campaign, Leader, Observe, Proclaim and Resign,
+// each promise checked from the leader's side and the followers', in one
+// client and across clients, on a single server, a Cluster and Sentinel.
 
 // electBound is how soon a message-driven change must be seen: generous for
 // a loaded 2-core machine, far below any lease or recheck used here.
@@ -388,5 +394,217 @@ func TestElectionClose(t *testing.T) {
 		t.Fatal("Close did not hand the leadership over")
 	}
 	for range obs { // closed by Close
+	}
+}
+
+// Failover of an election under process faults: a leader process SIGKILLed,
+// or SIGSTOPped past its lease, is replaced by a candidate of another process
+// within the leader's watchdog timeout; the stopped leader's handle says it
+// lost at its first check after it resumes; a follower hears of each new
+// leader by message. The test logs the failover times (kill -> new leader)
+// and the follower notification latencies, p50 and p99.
+
+const (
+	electLeaderRole = "elect-leader"
+	electLease      = time.Second // the leader process's watchdog timeout
+)
+
+// electRounds is how many kill rounds TestElectionFailover makes: 20, or
+// $HOLDFAST_ELECT_ROUNDS.
+func electRounds(t *testing.T) int {
+	n := 20
+	if v := os.Getenv("HOLDFAST_ELECT_ROUNDS"); v != "" {
+		var err error
+		n, err = strconv.Atoi(v)
+		require.NoError(t, err, "HOLDFAST_ELECT_ROUNDS")
+	}
+	return n
+}
+
+// TestElectionFailover: rounds of a leader process SIGKILLed, then a few
+// SIGSTOPped past their lease, each replaced by the parent's candidate.
+func TestElectionFailover(t *testing.T) {
+	if redistest.WorkerRole() == electLeaderRole {
+		electLeaderWorker(t)
+		return
+	}
+	srv := redistest.Shared(t)
+	name := redistest.Name(t)
+	ctx := testCtx(t, 10*time.Minute)
+	c := newClient(t, srv.Client(t))
+	e := c.NewElection(name)
+	follower := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute)).NewElection(name)
+	obs := follower.Observe(ctx)
+	rdb := srv.Client(t)
+
+	var failover, notify []time.Duration
+	kills := electRounds(t)
+	for i := range kills + 5 {
+		stop := i >= kills
+		w := redistest.StartIndexedWorker(t, t.Name(), electLeaderRole, i, "ELECT_ADDR="+srv.Addr, "ELECT_NAME="+name)
+		line := w.Expect(t, "LEAD ", 30*time.Second)
+		old, err := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
+		require.NoError(t, err, line)
+		awaitInfo(t, obs, electBound, func(i rlock.LeaderInfo) bool { return i.Token == old })
+		got := campaignAsync(ctx, e, "parent")
+		awaitSubscribersAtLeast(t, rdb, lua.ChannelName(name), 1) // the candidate waits
+
+		// The fault lands at a point of the leader's renewal cycle spread
+		// over the rounds: the delay is the subject, not a synchronisation.
+		<-time.After(time.Duration(i%10) * electLease / 10)
+		sig := syscall.SIGKILL
+		if stop {
+			sig = syscall.SIGSTOP
+		}
+		require.NoError(t, w.Signal(sig))
+		faulted := time.Now()
+		var r campaignResult
+		select {
+		case r = <-got:
+		case <-time.After(electLease + 5*time.Second):
+			t.Fatalf("round %d: the leader was not replaced", i)
+		}
+		require.NoError(t, r.err)
+		require.Greater(t, r.l.Token(), old, "terms strictly increase")
+		failover = append(failover, r.at.Sub(faulted))
+		_, at := awaitInfo(t, obs, electBound, func(i rlock.LeaderInfo) bool { return i.Token == r.l.Token() })
+		notify = append(notify, at.Sub(r.at))
+		if stop {
+			require.NoError(t, w.Signal(syscall.SIGCONT))
+			require.NoError(t, w.Signal(syscall.SIGUSR1))
+			check := w.Expect(t, "CHECK ", 30*time.Second)
+			require.NotContains(t, check, "err=<nil>", "round %d: the resumed leader's handle says valid while another leads", i)
+			require.Contains(t, check, rlock.ErrLockLost.Error())
+			require.NoError(t, w.Wait(), w.Output())
+		} else {
+			_ = w.Wait() // killed
+		}
+		require.NoError(t, r.l.Resign(ctx))
+	}
+	t.Logf("failover (fault -> new leader; watchdog timeout %v), %d rounds: %s", electLease, len(failover), percentiles(failover))
+	t.Logf("follower notification (new leader's Campaign returned -> Observe delivered): %s", percentiles(notify))
+	slices.Sort(failover)
+	require.LessOrEqual(t, failover[len(failover)-1], electLease+electBound, "a leader replaced later than its lease")
+}
+
+// percentiles renders p50, p99 and max of ds.
+func percentiles(ds []time.Duration) string {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	at := func(p float64) time.Duration {
+		return s[min(int(p*float64(len(s))), len(s)-1)].Round(10 * time.Microsecond)
+	}
+	return fmt.Sprintf("p50 %v, p99 %v, max %v", at(0.50), at(0.99), s[len(s)-1].Round(10*time.Microsecond))
+}
+
+// electLeaderWorker campaigns, says LEAD <token>, and waits for SIGUSR1 (sent
+// after a SIGSTOP and SIGCONT) to report its handle's Err at its first check.
+func electLeaderWorker(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("ELECT_ADDR")})
+	defer rdb.Close()
+	c, err := rlock.New(rdb, rlock.WithWatchdogTimeout(electLease))
+	require.NoError(t, err)
+	defer c.Close()
+	resumed := make(chan os.Signal, 1)
+	signal.Notify(resumed, syscall.SIGUSR1)
+	defer signal.Stop(resumed)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	l, err := c.NewElection(os.Getenv("ELECT_NAME")).Campaign(ctx, "worker")
+	require.NoError(t, err)
+	fmt.Printf("LEAD %d\n", l.Token())
+	select {
+	case <-resumed:
+	case <-ctx.Done():
+	}
+	fmt.Printf("CHECK err=%v\n", l.Err())
+}
+
+// An election's calls, terms and changes of leader through the client's
+// observer.
+
+// electRecorder is a recorder that also keeps the changes of leader.
+type electRecorder struct {
+	*recorder
+	cmu     sync.Mutex
+	changes []observe.LeaderChange
+}
+
+func (r *electRecorder) LeaderChanged(c observe.LeaderChange) {
+	r.cmu.Lock()
+	defer r.cmu.Unlock()
+	r.changes = append(r.changes, c)
+}
+
+func (r *electRecorder) seen() []observe.LeaderChange {
+	r.cmu.Lock()
+	defer r.cmu.Unlock()
+	return append([]observe.LeaderChange(nil), r.changes...)
+}
+
+// TestElectionObserved: Campaign, Proclaim, Leader and Resign are calls of
+// kind election with their own span names, a term is a hold of kind election
+// that ends released, a campaign that waited says so, a cancelled one is
+// "canceled", and the follower's changes of leader reach the observer.
+func TestElectionObserved(t *testing.T) {
+	rec := &electRecorder{recorder: newRecorder()}
+	rdb := redistest.Shared(t).Client(t)
+	c := newClient(t, rdb, rlock.WithObserver(rec), rlock.WithRecheckInterval(time.Minute))
+	other := newClient(t, redistest.Shared(t).Client(t))
+	name := redistest.Name(t)
+	ctx := testCtx(t, 30*time.Second)
+	e := c.NewElection(name)
+	obs := e.Observe(ctx)
+	awaitInfo(t, obs, electBound, func(rlock.LeaderInfo) bool { return true })
+
+	l, err := e.Campaign(ctx, "a")
+	require.NoError(t, err)
+	got := rec.last(t, observe.KindElection, observe.OpCampaign)
+	require.Equal(t, observe.OutcomeOK, got.res.Outcome)
+	require.False(t, got.res.Waited)
+	require.True(t, rec.read(func(r *recorder) bool { return r.holds[observe.KindElection] == 1 }), "a term is a hold")
+	awaitInfo(t, obs, electBound, func(i rlock.LeaderInfo) bool { return i.Token == l.Token() })
+	require.NoError(t, l.Proclaim(ctx, "b"))
+	require.Equal(t, observe.OutcomeOK, rec.last(t, observe.KindElection, observe.OpProclaim).res.Outcome)
+	awaitInfo(t, obs, electBound, func(i rlock.LeaderInfo) bool { return i.Value == "b" })
+	_, err = e.Leader(ctx)
+	require.NoError(t, err)
+	require.Equal(t, observe.OutcomeOK, rec.last(t, observe.KindElection, observe.OpLeader).res.Outcome)
+	require.NoError(t, l.Resign(ctx))
+	require.Equal(t, observe.OutcomeOK, rec.last(t, observe.KindElection, observe.OpResign).res.Outcome)
+	require.Equal(t, []observe.HoldOutcome{observe.HoldReleased}, rec.holdEnds(name))
+	awaitInfo(t, obs, electBound, func(i rlock.LeaderInfo) bool { return !i.Elected() })
+	// The observer hears of a change once the channel has delivered it: just
+	// after the receive above, not before.
+	require.Eventually(t, func() bool { return len(rec.seen()) == 3 }, electBound, time.Millisecond)
+	require.Equal(t, []observe.LeaderChange{
+		{Name: name, Elected: true, Token: l.Token(), NewTerm: true},
+		{Name: name, Elected: true, Token: l.Token()},
+		{Name: name, Token: l.Token()},
+	}, rec.seen())
+
+	// A campaign that waits, and one cancelled while waiting.
+	held, err := other.NewElection(name).Campaign(ctx, "other")
+	require.NoError(t, err)
+	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, err = e.Campaign(cctx, "late")
+	cancel()
+	require.ErrorIs(t, err, rlock.ErrNotAcquired)
+	got = rec.last(t, observe.KindElection, observe.OpCampaign)
+	require.Equal(t, observe.OutcomeTimeout, got.res.Outcome)
+	require.True(t, got.res.Waited)
+	waiting := campaignAsync(ctx, e, "next")
+	require.Eventually(t, func() bool { return rec.read(func(r *recorder) bool { return r.waiting[observe.KindElection] == 1 }) },
+		electBound, time.Millisecond, "the campaign waits")
+	require.NoError(t, held.Resign(ctx))
+	r := <-waiting
+	require.NoError(t, r.err)
+	require.True(t, rec.last(t, observe.KindElection, observe.OpCampaign).res.Waited)
+	require.NoError(t, r.l.Resign(ctx))
+	require.Equal(t, "holdfast.Leadership.Resign", observe.SpanName(observe.KindElection, observe.OpResign))
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, e := range rec.calls {
+		require.True(t, e.ownCtx, "End of %v got Start's ctx", observe.SpanName(e.call.Kind, e.call.Op))
 	}
 }

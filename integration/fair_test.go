@@ -1,15 +1,10 @@
 package integration
 
-// Tests of the fair lock (rlock.FairMutex, NonReentrantFairMutex) against real
-// Redis: FIFO order across processes and clients, waiters that give up or die,
-// every way a hold can end waking the queue's head, and interop with a
-// simulated Java RFairLock peer whose scripts are written here from the
-// protocol facts (shared/redisson-protocol.md §1.3, §2.6), independently of
-// holdfast's lua/fair_*.lua.
-
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +20,13 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
+
+// Tests of the fair lock (rlock.FairMutex, NonReentrantFairMutex) against real
+// Redis: FIFO order across processes and clients, waiters that give up or die,
+// every way a hold can end waking the queue's head, and interop with a
+// simulated Java RFairLock peer whose scripts are written here from the
+// protocol facts (shared/redisson-protocol.md §1.3, §2.6), independently of
+// holdfast's lua/fair_*.lua.
 
 // fairWaitMs is rlock.DefaultFairWaitTimeout (Redisson's fairLockWaitTimeout)
 // in ms: the wait allowance of a waiter that waits without WithWaitTime.
@@ -70,57 +72,10 @@ func fairAwaitQueue(t testing.TB, rdb redis.Cmdable, name string, n int) []strin
 	return fairQueue(t, rdb, name)
 }
 
-// fairNumSub counts the classic subscribers of a channel on one server.
-func fairNumSub(rdb *redis.Client) func(ctx context.Context, ch string) int64 {
-	return func(ctx context.Context, ch string) int64 { return rdb.PubSubNumSub(ctx, ch).Val()[ch] }
-}
-
-// fairAwaitSubscribed waits until the waiter field listens on its own channel.
-func fairAwaitSubscribed(t testing.TB, subscribers func(context.Context, string) int64, name, field string) {
-	t.Helper()
-	ch := lua.WaiterChannel(name, field)
-	require.Eventually(t, func() bool { return subscribers(context.Background(), ch) == 1 },
-		10*time.Second, time.Millisecond, "a subscriber on %s", ch)
-}
-
-// fairGot is what a Lock or TryLock call returned, and when.
-type fairGot struct {
-	l   *rlock.Lease
-	err error
-	at  time.Time
-}
-
 // fairGo runs f(ctx, opts...) on a goroutine (f is a Lock or a TryLock);
 // its result arrives on the channel.
-func fairGo[O any](ctx context.Context, f func(context.Context, ...O) (*rlock.Lease, error), opts ...O) <-chan fairGot {
-	ch := make(chan fairGot, 1)
-	go func() {
-		l, err := f(ctx, opts...)
-		ch <- fairGot{l, err, time.Now()}
-	}()
-	return ch
-}
-
-// fairAwait waits up to d for a call started by fairGo.
-func fairAwait(t testing.TB, ch <-chan fairGot, d time.Duration, what string) fairGot {
-	t.Helper()
-	select {
-	case g := <-ch:
-		return g
-	case <-time.After(d):
-		t.Fatalf("%s: no answer within %v", what, d)
-		return fairGot{}
-	}
-}
-
-// fairNoAnswer checks that a call started by fairGo is still waiting.
-func fairNoAnswer(t testing.TB, ch <-chan fairGot, what string) {
-	t.Helper()
-	select {
-	case g := <-ch:
-		t.Fatalf("%s returned early: %v", what, g.err)
-	default:
-	}
+func fairGo[O any](ctx context.Context, f func(context.Context, ...O) (*rlock.Lease, error), opts ...O) <-chan leaseResult {
+	return goAsync(func() (*rlock.Lease, error) { return f(ctx, opts...) })
 }
 
 // fairHoldEnds waits until a lease ends and checks why.
@@ -441,7 +396,7 @@ func TestFairMutexTryLockAndReentrancy(t *testing.T) {
 		dl := fairDeadlines(t, rdb, name)
 		require.Equal(t, dl[q[0]]+fairWaitMs, dl[q[1]])
 
-		r := fairAwait(t, got, 10*time.Second, "TryLock with wait time")
+		r := awaitAsync(t, got, 10*time.Second, "TryLock with wait time")
 		took := r.at.Sub(start)
 		t.Logf("TryLock(WithWaitTime(%v)) gave up after %v", wait, fairMs(took))
 		require.ErrorIs(t, r.err, rlock.ErrNotAcquired)
@@ -450,13 +405,13 @@ func TestFairMutexTryLockAndReentrancy(t *testing.T) {
 		require.Equal(t, q[1:], fairQueue(t, rdb, name), "the timed-out waiter left the queue")
 		require.Equal(t, map[string]int64{q[1]: dl[q[1]] - wait.Milliseconds()}, fairDeadlines(t, rdb, name),
 			"and the deadlines; the one behind it came its wait time (not 5 min) sooner")
-		fairNoAnswer(t, behind, "the Lock waiter while the lock is held")
+		requirePending(t, behind, "the Lock waiter while the lock is held")
 		released := time.Now()
 		require.NoError(t, hold.Unlock(ctx))
-		rb := fairAwait(t, behind, 10*time.Second, "the Lock waiter")
+		rb := awaitAsync(t, behind, 10*time.Second, "the Lock waiter")
 		require.NoError(t, rb.err)
 		require.Less(t, rb.at.Sub(released), 5*time.Second)
-		require.NoError(t, rb.l.Unlock(ctx))
+		require.NoError(t, rb.v.Unlock(ctx))
 		fairRequireClean(t, rdb, name)
 	})
 
@@ -533,12 +488,12 @@ func TestFairMutexDeadWaiterSkipped(t *testing.T) {
 			require.Equal(t, dead, q[0])
 			require.True(t, strings.HasPrefix(q[1], c.ID()+":"))
 			require.Equal(t, deadline+fairWaitMs, fairDeadlines(t, rdb, name)[q[1]], "queued behind the dead entry")
-			fairAwaitSubscribed(t, fairNumSub(rdb), name, q[1])
+			awaitSubscribers(t, rdb, lua.WaiterChannel(name, q[1]), 1)
 			if held {
 				require.NoError(t, hold.Unlock(ctx))
-				fairNoAnswer(t, got, "the Go waiter behind a dead head")
+				requirePending(t, got, "the Go waiter behind a dead head")
 			}
-			r := fairAwait(t, got, 15*time.Second, "the Go waiter behind a dead entry")
+			r := awaitAsync(t, got, 15*time.Second, "the Go waiter behind a dead entry")
 			require.NoError(t, r.err)
 			late := r.at.Sub(time.UnixMilli(deadline))
 			t.Logf("the live waiter took the lock %v after the dead entry's deadline", fairMs(late))
@@ -546,7 +501,7 @@ func TestFairMutexDeadWaiterSkipped(t *testing.T) {
 			require.Less(t, late, 5*time.Second)
 			require.Empty(t, fairQueue(t, rdb, name), "the dead entry was dropped")
 			require.Empty(t, fairDeadlines(t, rdb, name))
-			require.NoError(t, r.l.Unlock(ctx))
+			require.NoError(t, r.v.Unlock(ctx))
 			fairRequireClean(t, rdb, name)
 		})
 	}
@@ -588,8 +543,8 @@ func TestFairMutexWakeUps(t *testing.T) {
 				got := fairGo(ctx, wc.NewFairMutex(name).Lock)
 				q := fairAwaitQueue(t, rdb, name, 1)
 				require.True(t, strings.HasPrefix(q[0], wc.ID()+":"))
-				fairAwaitSubscribed(t, fairNumSub(rdb), name, q[0])
-				fairNoAnswer(t, got, "the waiter")
+				awaitSubscribers(t, rdb, lua.WaiterChannel(name, q[0]), 1)
+				requirePending(t, got, "the waiter")
 
 				var ended time.Time
 				want := rlock.ErrLockLost
@@ -609,7 +564,7 @@ func TestFairMutexWakeUps(t *testing.T) {
 					ended = time.Now()
 					require.EqualValues(t, 1, rdb.Del(ctx, name).Val())
 				}
-				r := fairAwait(t, got, 15*time.Second, "the waiter")
+				r := awaitAsync(t, got, 15*time.Second, "the waiter")
 				require.NoError(t, r.err)
 				t.Logf("%s, %s: the waiter took the lock %v after the hold ended", side, end, fairMs(r.at.Sub(ended)))
 				require.Less(t, r.at.Sub(ended), 5*time.Second)
@@ -618,7 +573,7 @@ func TestFairMutexWakeUps(t *testing.T) {
 				}
 				fairHoldEnds(t, hold, 5*time.Second, want)
 				require.Empty(t, fairQueue(t, rdb, name))
-				require.NoError(t, r.l.Unlock(ctx))
+				require.NoError(t, r.v.Unlock(ctx))
 				fairRequireClean(t, rdb, name)
 			})
 		}
@@ -648,8 +603,8 @@ func TestFairMutexHeadGivesUpAsReleased(t *testing.T) {
 		fairAwaitQueue(t, rdb, name, 1)
 		next := fairGo(ctx, wc.NewFairMutex(name).Lock)
 		q := fairAwaitQueue(t, rdb, name, 2)
-		fairAwaitSubscribed(t, fairNumSub(rdb), name, q[0])
-		fairAwaitSubscribed(t, fairNumSub(rdb), name, q[1])
+		awaitSubscribers(t, rdb, lua.WaiterChannel(name, q[0]), 1)
+		awaitSubscribers(t, rdb, lua.WaiterChannel(name, q[1]), 1)
 		released := time.Now()
 		unlocked := make(chan error, 1)
 		if round%2 == 0 {
@@ -660,18 +615,18 @@ func TestFairMutexHeadGivesUpAsReleased(t *testing.T) {
 			cancel()
 		}
 		require.NoError(t, <-unlocked)
-		h := fairAwait(t, head, 10*time.Second, "the head")
+		h := awaitAsync(t, head, 10*time.Second, "the head")
 		if h.err == nil {
 			headGot++
-			require.NoError(t, h.l.Unlock(ctx))
+			require.NoError(t, h.v.Unlock(ctx))
 		} else {
 			require.ErrorIs(t, h.err, rlock.ErrNotAcquired)
 		}
-		r := fairAwait(t, next, 10*time.Second, "the waiter behind the head")
+		r := awaitAsync(t, next, 10*time.Second, "the waiter behind the head")
 		require.NoError(t, r.err)
 		lat = append(lat, fairMs(r.at.Sub(released)))
 		require.Less(t, r.at.Sub(released), 5*time.Second, "round %d", round)
-		require.NoError(t, r.l.Unlock(ctx))
+		require.NoError(t, r.v.Unlock(ctx))
 		fairRequireClean(t, rdb, name)
 	}
 	t.Logf("the head still took the lock in %d of %d rounds; the next waiter got it after %v", headGot, rounds, lat)
@@ -693,10 +648,10 @@ func TestFairMutexClosedClientLeavesQueue(t *testing.T) {
 	fairAwaitQueue(t, rdb, name, 1)
 	w2 := fairGo[rlock.TryOption](ctx, wc.NewFairMutex(name).TryLock, rlock.WithWaitTime(time.Minute))
 	q := fairAwaitQueue(t, rdb, name, 2)
-	fairAwaitSubscribed(t, fairNumSub(rdb), name, q[1])
+	awaitSubscribers(t, rdb, lua.WaiterChannel(name, q[1]), 1)
 	require.NoError(t, wc.Close())
-	for i, ch := range []<-chan fairGot{w1, w2} {
-		r := fairAwait(t, ch, 5*time.Second, "a waiter of the closed client")
+	for i, ch := range []<-chan leaseResult{w1, w2} {
+		r := awaitAsync(t, ch, 5*time.Second, "a waiter of the closed client")
 		require.ErrorIs(t, r.err, rlock.ErrClosed, "waiter %d", i)
 	}
 	require.Empty(t, fairQueue(t, rdb, name))
@@ -732,23 +687,20 @@ func TestFairMutexOutwaitedWaiterRequeues(t *testing.T) {
 		return len(now) == 2 && now[q[0]] > dl[q[0]] && now[q[1]] > dl[q[1]]
 	}, 10*time.Second, 5*time.Millisecond, "the outwaited waiters queued again")
 	t.Logf("queue %v, deadlines %v then %v", q, dl, fairDeadlines(t, rdb, name))
-	fairNoAnswer(t, a, "waiter a while the lock is held")
-	fairNoAnswer(t, b, "waiter b while the lock is held")
+	requirePending(t, a, "waiter a while the lock is held")
+	requirePending(t, b, "waiter b while the lock is held")
 	released := time.Now()
 	require.NoError(t, hold.Unlock(ctx))
 	// Their order may have changed as they queued again: take them as they come.
 	for range 2 {
-		var r fairGot
+		var r leaseResult
 		select {
 		case r = <-a:
 		case r = <-b:
 		case <-time.After(10 * time.Second):
 			t.Fatalf("a requeued waiter was not served within 10 s; queue %v", fairQueue(t, rdb, name))
 		}
-		require.NoError(t, r.err)
-		t.Logf("a requeued waiter took the lock %v after the release", fairMs(r.at.Sub(released)))
-		require.Less(t, r.at.Sub(released), 5*time.Second)
-		require.NoError(t, r.l.Unlock(ctx))
+		fairRequireServed(t, r, released, "a requeued waiter")
 	}
 	fairRequireClean(t, rdb, name)
 }
@@ -804,13 +756,13 @@ func TestFairMutexLaterHoldEndsSilently(t *testing.T) {
 			fairAwaitQueue(t, rdb, name, 1)
 			next := fairGo(ctx, wc.NewFairMutex(name).Lock)
 			q := fairAwaitQueue(t, rdb, name, 2)
-			fairAwaitSubscribed(t, fairNumSub(rdb), name, q[1])
+			awaitSubscribers(t, rdb, lua.WaiterChannel(name, q[1]), 1)
 			if !tc.sameAsHead {
 				fairAwaitAsleep(t, attempts)
 			}
 
 			require.NoError(t, p.Unlock(ctx))
-			h := fairAwait(t, head, 10*time.Second, "the head")
+			h := awaitAsync(t, head, 10*time.Second, "the head")
 			require.NoError(t, h.err)
 			free := time.Now().Add(rdb.PTTL(ctx, name).Val()) // when the head's lease runs out
 			if tc.del {
@@ -844,7 +796,7 @@ func TestFairMutexLaterHoldEndsSilently(t *testing.T) {
 		next := fairGo(ctx, c.NewFairMutex(name).Lock)
 		q := fairAwaitQueue(t, rdb, name, 2)
 		require.Equal(t, java.field(2), q[0])
-		fairAwaitSubscribed(t, fairNumSub(rdb), name, q[1])
+		awaitSubscribers(t, rdb, lua.WaiterChannel(name, q[1]), 1)
 		fairAwaitAsleep(t, attempts)
 		// Java thread 2 takes it with tryLock(wait, 1 s lease) and never unlocks.
 		err = javaFairAcquire.Run(ctx, rdb, java.keys(name), lease.Milliseconds(), java.field(2), fairWaitMs, time.Now().UnixMilli()).Err()
@@ -887,21 +839,71 @@ func fairAwaitAsleep(t testing.TB, h *fairAttempts) {
 // fairAwaitServed waits for the queued waiter field (call next) to take the
 // lock, which is free from free on, and fails with the Redis state and the
 // count of its attempts when it has not within 5 s of free.
-func fairAwaitServed(t *testing.T, rdb *redis.Client, name, field string, next <-chan fairGot, free time.Time, attempts *fairAttempts) {
+func fairAwaitServed(t *testing.T, rdb *redis.Client, name, field string, next <-chan leaseResult, free time.Time, attempts *fairAttempts) {
 	t.Helper()
 	select {
 	case r := <-next:
 		require.NoError(t, r.err)
 		t.Logf("the waiter took the lock %v after it was free", fairMs(r.at.Sub(free)))
-		require.NoError(t, r.l.Unlock(context.Background()))
+		require.NoError(t, r.v.Unlock(context.Background()))
 		fairRequireClean(t, rdb, name)
 	case <-time.After(time.Until(free) + 5*time.Second):
 		ctx := context.Background()
 		t.Fatalf("the waiter was not served within 5 s of the lock being free. Redis: EXISTS %s = %d; queue %v; deadlines %v (now %d); "+
 			"subscribers of its channel %d; its client's acquire attempts so far %d",
 			name, rdb.Exists(ctx, name).Val(), fairQueue(t, rdb, name), fairDeadlines(t, rdb, name), time.Now().UnixMilli(),
-			fairNumSub(rdb)(ctx, lua.WaiterChannel(name, field)), attempts.n.Load())
+			numSub(t, rdb, lua.WaiterChannel(name, field)), attempts.n.Load())
 	}
+}
+
+// fairRequireServed checks that the waiter whose result is r took the lock
+// within 5 s of released, and unlocks it.
+func fairRequireServed(t *testing.T, r leaseResult, released time.Time, who string) {
+	t.Helper()
+	require.NoError(t, r.err)
+	t.Logf("%s took the lock %v after the release", who, fairMs(r.at.Sub(released)))
+	require.Less(t, r.at.Sub(released), 5*time.Second)
+	require.NoError(t, r.v.Unlock(context.Background()))
+}
+
+// javaFairPrune is the start of the Java fair lock's scripts: drop the
+// waiters at the head of the queue (KEYS[2]) whose deadline (KEYS[3]) is
+// before ARGV[now].
+func javaFairPrune(now int) string {
+	return fmt.Sprintf(`
+while true do
+  local head = redis.call('lindex', KEYS[2], 0)
+  if head == false then break end
+  local t = redis.call('zscore', KEYS[3], head)
+  if t == false or tonumber(t) > tonumber(ARGV[%d]) then break end
+  redis.call('zrem', KEYS[3], head)
+  redis.call('lpop', KEYS[2])
+end
+`, now)
+}
+
+// javaFairTake is what both acquisitions do next: take the lock (KEYS[1], for
+// ARGV[2] with lease ARGV[1]) when it is free and ARGV[2] is first in line,
+// moving the deadlines of the waiters behind by ARGV[wait], or reenter it.
+func javaFairTake(wait int) string {
+	return fmt.Sprintf(`if redis.call('exists', KEYS[1]) == 0 and
+   (redis.call('exists', KEYS[2]) == 0 or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then
+  redis.call('lpop', KEYS[2])
+  redis.call('zrem', KEYS[3], ARGV[2])
+  local waiting = redis.call('zrange', KEYS[3], 0, -1)
+  for i = 1, #waiting do
+    redis.call('zincrby', KEYS[3], -tonumber(ARGV[%d]), waiting[i])
+  end
+  redis.call('hset', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+`, wait)
 }
 
 // javaFair simulates a Java process using Redisson's RFairLock. Its scripts are
@@ -913,32 +915,7 @@ type javaFair struct{ javaPeer }
 var (
 	// KEYS: N, queue, timeouts. ARGV: lease, lock name, wait, now.
 	// nil: acquired; integer: ttl (the waiter is queued).
-	javaFairAcquire = newScript(`
-while true do
-  local head = redis.call('lindex', KEYS[2], 0)
-  if head == false then break end
-  local t = redis.call('zscore', KEYS[3], head)
-  if t == false or tonumber(t) > tonumber(ARGV[4]) then break end
-  redis.call('zrem', KEYS[3], head)
-  redis.call('lpop', KEYS[2])
-end
-if redis.call('exists', KEYS[1]) == 0 and
-   (redis.call('exists', KEYS[2]) == 0 or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then
-  redis.call('lpop', KEYS[2])
-  redis.call('zrem', KEYS[3], ARGV[2])
-  local waiting = redis.call('zrange', KEYS[3], 0, -1)
-  for i = 1, #waiting do
-    redis.call('zincrby', KEYS[3], -tonumber(ARGV[3]), waiting[i])
-  end
-  redis.call('hset', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return nil
-end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return nil
-end
+	javaFairAcquire = newScript(javaFairPrune(4) + javaFairTake(3) + `
 if redis.call('zscore', KEYS[3], ARGV[2]) ~= false then
   return math.max(0, redis.call('pttl', KEYS[1]))
 end
@@ -956,32 +933,7 @@ return ttl`)
 
 	// KEYS: N, queue, timeouts. ARGV: lease, lock name, now, wait (note the
 	// order). nil: acquired; 1: not acquired. Never queues.
-	javaFairTryAcquire = newScript(`
-while true do
-  local head = redis.call('lindex', KEYS[2], 0)
-  if head == false then break end
-  local t = redis.call('zscore', KEYS[3], head)
-  if t == false or tonumber(t) > tonumber(ARGV[3]) then break end
-  redis.call('zrem', KEYS[3], head)
-  redis.call('lpop', KEYS[2])
-end
-if redis.call('exists', KEYS[1]) == 0 and
-   (redis.call('exists', KEYS[2]) == 0 or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then
-  redis.call('lpop', KEYS[2])
-  redis.call('zrem', KEYS[3], ARGV[2])
-  local waiting = redis.call('zrange', KEYS[3], 0, -1)
-  for i = 1, #waiting do
-    redis.call('zincrby', KEYS[3], -tonumber(ARGV[4]), waiting[i])
-  end
-  redis.call('hset', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return nil
-end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return nil
-end
+	javaFairTryAcquire = newScript(javaFairPrune(3) + javaFairTake(4) + `
 return 1`)
 
 	// KEYS: N, queue, timeouts, channel prefix, latch. ARGV: "0", lease,
@@ -989,15 +941,7 @@ return 1`)
 	// held; 1: released (or N already gone).
 	javaFairUnlock = newScript(`
 local val = redis.call('get', KEYS[5])
-if val ~= false then return tonumber(val) end
-while true do
-  local head = redis.call('lindex', KEYS[2], 0)
-  if head == false then break end
-  local t = redis.call('zscore', KEYS[3], head)
-  if t == false or tonumber(t) > tonumber(ARGV[4]) then break end
-  redis.call('zrem', KEYS[3], head)
-  redis.call('lpop', KEYS[2])
-end
+if val ~= false then return tonumber(val) end` + javaFairPrune(4) + `
 if redis.call('exists', KEYS[1]) == 0 then
   local head = redis.call('lindex', KEYS[2], 0)
   if head ~= false then redis.call(ARGV[5], KEYS[4] .. ':' .. head, ARGV[1]) end
@@ -1043,15 +987,7 @@ func (j javaFair) channel(name string, thread int) string {
 // acquire is one attempt of lock() or tryLock(wait) with the watchdog lease
 // (30 s) and the wait allowance wait (ms): nil when acquired, else the ttl.
 func (j javaFair) acquire(ctx context.Context, name string, thread int, wait int64) (*int64, error) {
-	v, err := javaFairAcquire.Run(ctx, j.rdb, j.keys(name), 30000, j.field(thread), wait, time.Now().UnixMilli()).Result()
-	if err == redis.Nil {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	ttl := v.(int64)
-	return &ttl, nil
+	return javaAcquireReply(javaFairAcquire.Run(ctx, j.rdb, j.keys(name), 30000, j.field(thread), wait, time.Now().UnixMilli()).Result())
 }
 
 // tryLock is tryLock(): one attempt that never queues.
@@ -1066,11 +1002,16 @@ func (j javaFair) tryLock(ctx context.Context, name string, thread int) (bool, e
 // unlock returns Redisson's answer: nil (not owner), 0 (still held), 1 (released).
 func (j javaFair) unlock(ctx context.Context, name string, thread int) (any, error) {
 	keys := append(j.keys(name), "redisson_lock__channel:{"+name+"}", "redisson_unlock_latch:{"+name+"}:"+strings.ReplaceAll(uuid.NewString(), "-", ""))
-	v, err := javaFairUnlock.Run(ctx, j.rdb, keys, 0, 30000, j.field(thread), time.Now().UnixMilli(), j.publish, 16000).Result()
-	if err == redis.Nil {
-		return nil, nil
-	}
-	return v, err
+	return javaUnlockReply(javaFairUnlock.Run(ctx, j.rdb, keys, 0, 30000, j.field(thread), time.Now().UnixMilli(), j.publish, 16000).Result())
+}
+
+// requireReleased unlocks the lock name held by thread, and requires the
+// unlock to release it (Redisson's 1).
+func (j javaFair) requireReleased(t *testing.T, ctx context.Context, name string, thread int) {
+	t.Helper()
+	v, err := j.unlock(ctx, name, thread)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, v, "thread %d released the lock", thread)
 }
 
 // acquireFailed takes a waiter thread that gave up out of the queue.
@@ -1112,7 +1053,7 @@ func fairInteropJavaHolder(t *testing.T, env interopEnv) {
 	q := fairAwaitQueue(t, rdb, name, 1)
 	goField := q[0]
 	require.True(t, strings.HasPrefix(goField, c.ID()+":"))
-	fairAwaitSubscribed(t, env.subscribers, name, goField)
+	awaitListeners(t, env.subscribers, lua.WaiterChannel(name, goField), 1)
 
 	ttl, err = java.acquire(ctx, name, 2, fairWaitMs)
 	require.NoError(t, err)
@@ -1132,10 +1073,8 @@ func fairInteropJavaHolder(t *testing.T, env interopEnv) {
 	require.NoError(t, err)
 
 	released := time.Now()
-	v, err := java.unlock(ctx, name, 1)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, v)
-	r := fairAwait(t, got, 10*time.Second, "the Go waiter")
+	java.requireReleased(t, ctx, name, 1)
+	r := awaitAsync(t, got, 10*time.Second, "the Go waiter")
 	require.NoError(t, r.err)
 	t.Logf("the Go waiter took the lock %v after the Java unlock", fairMs(r.at.Sub(released)))
 	require.Less(t, r.at.Sub(released), 5*time.Second)
@@ -1148,7 +1087,7 @@ func fairInteropJavaHolder(t *testing.T, env interopEnv) {
 	require.Greater(t, *ttl, int64(0))
 
 	released = time.Now()
-	require.NoError(t, r.l.Unlock(ctx))
+	require.NoError(t, r.v.Unlock(ctx))
 	msg, err := sub.ReceiveMessage(testCtx(t, 5*time.Second))
 	require.NoError(t, err, "Go's unlock woke the Java waiter")
 	require.Equal(t, java.channel(name, 2), msg.Channel)
@@ -1160,9 +1099,7 @@ func fairInteropJavaHolder(t *testing.T, env interopEnv) {
 	require.Empty(t, fairQueue(t, rdb, name))
 	_, err = m.TryLock(ctx)
 	require.ErrorIs(t, err, rlock.ErrNotAcquired)
-	v, err = java.unlock(ctx, name, 2)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, v)
+	java.requireReleased(t, ctx, name, 2)
 	fairRequireClean(t, rdb, name)
 }
 
@@ -1205,9 +1142,7 @@ func fairInteropGoHolder(t *testing.T, env interopEnv) {
 	ttl, err = java.acquire(ctx, name, 1, fairWaitMs)
 	require.NoError(t, err)
 	require.Nil(t, ttl, "Java acquires")
-	v, err := java.unlock(ctx, name, 1)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, v)
+	java.requireReleased(t, ctx, name, 1)
 	fairRequireClean(t, rdb, name)
 }
 
@@ -1232,22 +1167,17 @@ func fairInteropJavaGivesUp(t *testing.T, env interopEnv) {
 	require.True(t, strings.HasPrefix(goField, c.ID()+":"))
 	dl := fairDeadlines(t, rdb, name)
 	require.Equal(t, dl[java.field(2)]+fairWaitMs, dl[goField])
-	fairAwaitSubscribed(t, env.subscribers, name, goField)
+	awaitListeners(t, env.subscribers, lua.WaiterChannel(name, goField), 1)
 
 	require.NoError(t, java.acquireFailed(ctx, name, 2, javaWait))
 	require.Equal(t, []string{goField}, fairQueue(t, rdb, name))
 	require.Equal(t, dl[goField]-javaWait, fairDeadlines(t, rdb, name)[goField])
-	fairNoAnswer(t, got, "the Go waiter while Java holds")
+	requirePending(t, got, "the Go waiter while Java holds")
 
 	released := time.Now()
-	v, err := java.unlock(ctx, name, 1)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, v)
-	r := fairAwait(t, got, 10*time.Second, "the Go waiter")
-	require.NoError(t, r.err)
-	t.Logf("the Go waiter took the lock %v after the Java unlock", fairMs(r.at.Sub(released)))
-	require.Less(t, r.at.Sub(released), 5*time.Second)
-	require.NoError(t, r.l.Unlock(ctx))
+	java.requireReleased(t, ctx, name, 1)
+	r := awaitAsync(t, got, 10*time.Second, "the Go waiter")
+	fairRequireServed(t, r, released, "the Go waiter, after the Java unlock,")
 	fairRequireClean(t, rdb, name)
 }
 
@@ -1274,7 +1204,7 @@ func fairClusterFIFO(t *testing.T, cl *redistest.Cluster) {
 
 	var mu sync.Mutex
 	var order []int
-	results := make([]<-chan fairGot, waiters)
+	results := make([]<-chan leaseResult, waiters)
 	fields := make([]string, waiters)
 	for k := range waiters {
 		m := cs[k%2].NewFairMutex(name)
@@ -1304,7 +1234,7 @@ func fairClusterFIFO(t *testing.T, cl *redistest.Cluster) {
 	require.NoError(t, hold.Unlock(ctx))
 	var lat []time.Duration
 	for k := range waiters {
-		r := fairAwait(t, results[k], 15*time.Second, fmt.Sprintf("waiter %d", k))
+		r := awaitAsync(t, results[k], 15*time.Second, fmt.Sprintf("waiter %d", k))
 		require.NoError(t, r.err, "waiter %d", k)
 		lat = append(lat, fairMs(r.at.Sub(released)))
 	}
@@ -1312,4 +1242,110 @@ func fairClusterFIFO(t *testing.T, cl *redistest.Cluster) {
 	require.Equal(t, []int{0, 1, 2, 3}, order, "FIFO")
 	require.Less(t, lat[waiters-1], 10*time.Second)
 	fairRequireClean(t, rdb, name)
+}
+
+// Worker side of TestFairMutexFIFOAcrossProcesses. A worker is
+// the test binary re-executed by redistest with WorkerEnv set: it connects to
+// the server at $FAIR_ADDR with its own rlock.Client, runs its waiters of the
+// global arrival order and reports on stdout, one line per event.
+
+const fairWaiterRole = "fair-waiter" // TestFairMutexFIFOAcrossProcesses
+
+// fairEnvInt reads an integer from the worker's environment.
+func fairEnvInt(t *testing.T, key string) int {
+	n, err := strconv.Atoi(os.Getenv(key))
+	require.NoError(t, err, key)
+	return n
+}
+
+// fairWaiterWorker is one process of TestFairMutexFIFOAcrossProcesses. Worker i
+// of $FAIR_WORKERS runs the waiters k = i, i+workers, ... (k < $FAIR_WAITERS) of
+// the global arrival order, each its own owner (goroutine), on the fair lock
+// $FAIR_NAME. It says "READY <client id>"; waiter k then waits for its start
+// signal (a BLPOP on <$FAIR_CTL>:start:<k>) and calls Lock. Once it holds the
+// lock it checks that it is alone inside (INCR of <ctl>:inside), appends
+// "<k> <its field> <unix ns>" to the list <ctl>:order, holds briefly and
+// unlocks, and says "DONE <k>". The waiter $FAIR_GIVEUP (-1: none) instead has
+// its Lock cancelled when <ctl>:cancel:<k> is pushed, and says
+// "GAVEUP <k> <error>" once Lock has returned.
+func fairWaiterWorker(t *testing.T) {
+	addr, name, ctl := os.Getenv("FAIR_ADDR"), os.Getenv("FAIR_NAME"), os.Getenv("FAIR_CTL")
+	require.NotEmpty(t, addr, "FAIR_ADDR")
+	require.NotEmpty(t, name, "FAIR_NAME")
+	require.NotEmpty(t, ctl, "FAIR_CTL")
+	workers, waiters, giveUp := fairEnvInt(t, "FAIR_WORKERS"), fairEnvInt(t, "FAIR_WAITERS"), fairEnvInt(t, "FAIR_GIVEUP")
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	c, err := rlock.New(rdb)
+	require.NoError(t, err)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	m := c.NewFairMutex(name)
+
+	fmt.Println("READY", c.ID())
+	var wg sync.WaitGroup
+	for k := redistest.WorkerIndex(); k < waiters; k += workers {
+		wg.Go(func() {
+			if err := rdb.BLPop(ctx, 60*time.Second, fmt.Sprintf("%s:start:%d", ctl, k)).Err(); err != nil {
+				t.Errorf("waiter %d: start signal: %v", k, err)
+				return
+			}
+			if k == giveUp {
+				fairGiveUp(ctx, t, rdb, m, ctl, k)
+				return
+			}
+			l, err := m.Lock(ctx)
+			if err != nil {
+				t.Errorf("waiter %d: Lock: %v", k, err)
+				return
+			}
+			at := time.Now().UnixNano()
+			if n, err := rdb.Incr(ctx, ctl+":inside").Result(); err != nil || n != 1 {
+				t.Errorf("waiter %d: not alone in the critical section: INCR inside = %d, %v", k, n, err)
+			}
+			fields, err := rdb.HKeys(ctx, name).Result()
+			if err != nil || len(fields) != 1 {
+				t.Errorf("waiter %d: holders of the lock: %v, %v", k, fields, err)
+				fields = append(fields, "?")
+			}
+			if err := rdb.RPush(ctx, ctl+":order", fmt.Sprintf("%d %s %d", k, fields[0], at)).Err(); err != nil {
+				t.Errorf("waiter %d: recording the acquisition: %v", k, err)
+			}
+			time.Sleep(2 * time.Millisecond) // the critical section's work
+			if err := rdb.Decr(ctx, ctl+":inside").Err(); err != nil {
+				t.Errorf("waiter %d: DECR inside: %v", k, err)
+			}
+			if err := l.Unlock(ctx); err != nil {
+				t.Errorf("waiter %d: Unlock: %v", k, err)
+			}
+			fmt.Println("DONE", k)
+		})
+	}
+	wg.Wait()
+}
+
+// fairGiveUp is the waiter k that gives up: its Lock's ctx is cancelled when
+// the parent pushes <ctl>:cancel:<k>.
+func fairGiveUp(ctx context.Context, t *testing.T, rdb *redis.Client, m *rlock.FairMutex, ctl string, k int) {
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	signal := make(chan error, 1)
+	go func() {
+		err := rdb.BLPop(ctx, 60*time.Second, fmt.Sprintf("%s:cancel:%d", ctl, k)).Err()
+		cancel()
+		signal <- err
+	}()
+	l, err := m.Lock(lctx)
+	if err == nil {
+		t.Errorf("waiter %d: acquired although it should have given up", k)
+		_ = l.Unlock(ctx)
+	}
+	if !errors.Is(err, rlock.ErrNotAcquired) || !errors.Is(err, context.Canceled) {
+		t.Errorf("waiter %d: Lock returned %v, want ErrNotAcquired and context.Canceled", k, err)
+	}
+	fmt.Println("GAVEUP", k, err)
+	if err := <-signal; err != nil {
+		t.Errorf("waiter %d: cancel signal: %v", k, err)
+	}
 }

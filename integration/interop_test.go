@@ -92,25 +92,13 @@ func (j javaPeer) field(thread int) string { return j.id + ":" + strconv.Itoa(th
 // tryLock is tryLock() with the watchdog lease (30 s): it returns nil when
 // acquired, else the holder's PTTL.
 func (j javaPeer) tryLock(ctx context.Context, name string, thread int) (*int64, error) {
-	v, err := javaLock.Run(ctx, j.rdb, []string{name}, 30000, j.field(thread)).Result()
-	if err == redis.Nil {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	ttl := v.(int64)
-	return &ttl, nil
+	return javaAcquireReply(javaLock.Run(ctx, j.rdb, []string{name}, 30000, j.field(thread)).Result())
 }
 
 // unlock returns Redisson's answer: nil (not owner), 0 (still held), 1 (released).
 func (j javaPeer) unlock(ctx context.Context, name string, thread int) (any, error) {
 	keys := []string{name, "redisson_lock__channel:{" + name + "}", "redisson_unlock_latch:{" + name + "}:" + uuid.NewString()[:8]}
-	v, err := javaUnlock.Run(ctx, j.rdb, keys, 0, 30000, j.field(thread), j.publish, 16000).Result()
-	if err == redis.Nil {
-		return nil, nil
-	}
-	return v, err
+	return javaUnlockReply(javaUnlock.Run(ctx, j.rdb, keys, 0, 30000, j.field(thread), j.publish, 16000).Result())
 }
 
 func TestInteropJavaHolderExcludesGo(t *testing.T) {

@@ -1,13 +1,12 @@
 package integration
 
-// Tests of issue 19's CountDownLatch against real Redis: invalid counts,
-// Await at zero, five awaiters in two clients released together by the last
-// CountDown, Delete while awaited, a foreign key at the name.
-
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
-	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,69 +16,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// syncParked returns how many goroutines of this process sleep in rlock's
-// bounded wait (await), or queued behind a semaphore's head (waitPermits), on
-// behalf of a call whose stack names method (for
-// example "(*CountDownLatch).Await"): they have made their attempt and wait
-// for a message, a re-check or ctx. Used only to know, from outside, that
-// waiters are waiting.
-func syncParked(method string) int {
-	return parkedIn(method, "github.com/holdfast-go/holdfast/rlock.await[",
-		"github.com/holdfast-go/holdfast/rlock.(*Client).waitPermits(")
-}
-
-// parkedIn returns how many goroutines of this process, on behalf of a call
-// whose stack names method, sleep in a select whose first frame outside the
-// runtime starts with one of selects.
-func parkedIn(method string, selects ...string) int {
-	count := 0
-	for _, g := range goroutineStacks() {
-		header, rest, _ := strings.Cut(g, "\n")
-		if !strings.Contains(header, "[select") || !strings.Contains(rest, method) {
-			continue
-		}
-		for _, line := range strings.Split(rest, "\n") {
-			if strings.HasPrefix(line, "\t") || strings.HasPrefix(line, "runtime.") {
-				continue
-			}
-			for _, s := range selects {
-				if strings.HasPrefix(line, s) {
-					count++
-					break
-				}
-			}
-			break
-		}
-	}
-	return count
-}
-
-// syncAwaitParked waits (5 s at most) until n goroutines are parked in a wait
-// of method.
-func syncAwaitParked(t testing.TB, method string, n int) {
-	t.Helper()
-	require.Eventually(t, func() bool { return syncParked(method) >= n }, 5*time.Second, 2*time.Millisecond,
-		"%d goroutine(s) waiting in %s expected, %d are", n, method, syncParked(method))
-}
-
-// syncGoParked runs each f on a goroutine (syncGoErr) and returns once all of
-// them are parked in a wait of method.
-func syncGoParked(t testing.TB, method string, fs ...func() error) []<-chan syncGot[struct{}] {
-	t.Helper()
-	base := syncParked(method)
-	gots := make([]<-chan syncGot[struct{}], len(fs))
-	for i, f := range fs {
-		gots[i] = syncGoErr(f)
-	}
-	syncAwaitParked(t, method, base+len(fs))
-	return gots
-}
+// Tests of the CountDownLatch against real Redis: invalid counts,
+// Await at zero, five awaiters in two clients released together by the last
+// CountDown, Delete while awaited, a foreign key at the name.
 
 // latchAwaited sets the latch name to count with setter, starts an Await in
 // each of awaiters (a client may come more than once), and returns once all
-// of them are parked and each of their clients is subscribed to the latch's
-// channel.
-func latchAwaited(t *testing.T, ctx context.Context, admin *redis.Client, setter *rlock.Client, name string, count int64, awaiters ...*rlock.Client) []<-chan syncGot[struct{}] {
+// of them are parked (the awaiters' clients are made with watchWaits) and
+// each of their clients is subscribed to the latch's channel.
+func latchAwaited(t *testing.T, ctx context.Context, admin *redis.Client, setter *rlock.Client, name string, count int64, awaiters ...*rlock.Client) []<-chan asyncResult[struct{}] {
 	t.Helper()
 	answer(setter.NewCountDownLatch(name).TrySetCount(ctx, count)).is(t, true)
 	var awaits []func() error
@@ -89,8 +34,8 @@ func latchAwaited(t *testing.T, ctx context.Context, admin *redis.Client, setter
 		awaits = append(awaits, func() error { return l.Await(ctx) })
 		clients[c] = true
 	}
-	gots := syncGoParked(t, "(*CountDownLatch).Await", awaits...)
-	syncAwaitSubs(t, admin, syncLatchChannel(name), int64(len(clients)))
+	gots := goParked(t, name, awaits...)
+	awaitSubscribersAtLeast(t, admin, syncLatchChannel(name), int64(len(clients)))
 	return gots
 }
 
@@ -126,7 +71,7 @@ func TestLatchAwaitAtZero(t *testing.T) {
 	start := time.Now()
 	require.NoError(t, l.Await(ctx))
 	require.Less(t, time.Since(start), time.Second)
-	require.Zero(t, waitNumSub(t, rdb, syncLatchChannel(name)))
+	require.Zero(t, numSub(t, rdb, syncLatchChannel(name)))
 }
 
 // TestLatchAwaitersReleasedTogether: five awaiters, three in one client and
@@ -137,8 +82,8 @@ func TestLatchAwaitAtZero(t *testing.T) {
 func TestLatchAwaitersReleasedTogether(t *testing.T) {
 	srv := redistest.Shared(t)
 	admin := srv.Client(t)
-	ca := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute))
-	cb := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute))
+	ca := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute), watchWaits())
+	cb := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute), watchWaits())
 	cc := newClient(t, srv.Client(t))
 	ctx := testCtx(t, 30*time.Second)
 	name := redistest.Name(t)
@@ -149,14 +94,14 @@ func TestLatchAwaitersReleasedTogether(t *testing.T) {
 		require.NoError(t, l.CountDown(ctx))
 		answer(l.Count(ctx)).is(t, want)
 		for i, g := range gots {
-			syncPending(t, g, fmt.Sprintf("awaiter %d", i))
+			requirePending(t, g, fmt.Sprintf("awaiter %d", i))
 		}
 	}
 	last := time.Now()
 	require.NoError(t, l.CountDown(ctx))
 	var first, slowest time.Duration
 	for i, g := range gots {
-		got := syncAwait(t, g, 5*time.Second, fmt.Sprintf("awaiter %d", i))
+		got := awaitAsync(t, g, 5*time.Second, fmt.Sprintf("awaiter %d", i))
 		require.NoError(t, got.err, "awaiter %d", i)
 		d := got.at.Sub(last)
 		if i == 0 || d < first {
@@ -175,8 +120,8 @@ func TestLatchAwaitersReleasedTogether(t *testing.T) {
 func TestLatchDeleteWhileAwaited(t *testing.T) {
 	srv := redistest.Shared(t)
 	admin := srv.Client(t)
-	ca := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute))
-	cb := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute))
+	ca := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute), watchWaits())
+	cb := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute), watchWaits())
 	ctx := testCtx(t, 30*time.Second)
 	name := redistest.Name(t)
 	gots := latchAwaited(t, ctx, admin, ca, name, 2, ca, ca, cb)
@@ -185,7 +130,7 @@ func TestLatchDeleteWhileAwaited(t *testing.T) {
 	deleted := time.Now()
 	answer(l.Delete(ctx)).is(t, true)
 	for i, g := range gots {
-		got := syncAwait(t, g, 5*time.Second, "awaiter after Delete")
+		got := awaitAsync(t, g, 5*time.Second, "awaiter after Delete")
 		require.ErrorIs(t, got.err, rlock.ErrLatchDeleted, "awaiter %d", i)
 		t.Logf("awaiter %d: %v after Delete: %v", i, got.at.Sub(deleted).Round(time.Microsecond), got.err)
 		require.Less(t, got.at.Sub(deleted), 2*time.Second)
@@ -201,14 +146,14 @@ func TestLatchLostMessage(t *testing.T) {
 	const recheck = 500 * time.Millisecond
 	srv := redistest.Shared(t)
 	admin := srv.Client(t)
-	c := newClient(t, srv.Client(t), rlock.WithRecheckInterval(recheck))
+	c := newClient(t, srv.Client(t), rlock.WithRecheckInterval(recheck), watchWaits())
 	ctx := testCtx(t, 30*time.Second)
 	name := redistest.Name(t)
 	got := latchAwaited(t, ctx, admin, c, name, 1, c)[0]
 
 	deleted := time.Now()
 	require.NoError(t, admin.Del(ctx, name).Err()) // no PUBLISH
-	g := syncAwait(t, got, recheck+5*time.Second, "Await after a raw DEL")
+	g := awaitAsync(t, got, recheck+5*time.Second, "Await after a raw DEL")
 	require.NoError(t, g.err)
 	took := g.at.Sub(deleted)
 	t.Logf("lost message (raw DEL, no publish): awaiter returned %v after the DEL (re-check interval %v)",
@@ -229,4 +174,111 @@ func TestLatchWrongType(t *testing.T) {
 			{"Await", func() error { return l.Await(ctx) }},
 		}
 	})
+}
+
+// A latch set and counted down over and over by other clients is never
+// reported deleted to its awaiters: an opening whose message is still in
+// flight behind a late "set" message is an opening. A real Delete still is
+// reported, and a raw DEL still reads as an opening.
+
+const (
+	latchChurnAwaiters = 3   // goroutines awaiting, one after the other, in one client
+	latchChurnAwaits   = 200 // Awaits per goroutine
+)
+
+// latchChurnTally counts the outcomes of the Awaits of TestLatchChurnNeverDeleted.
+type latchChurnTally struct {
+	opened, deleted, other atomic.Int64
+	mu                     sync.Mutex
+	first                  error // the first error that is not ErrLatchDeleted
+}
+
+// record counts the outcome err of one Await.
+func (t *latchChurnTally) record(err error) {
+	switch {
+	case err == nil:
+		t.opened.Add(1)
+	case errors.Is(err, rlock.ErrLatchDeleted):
+		t.deleted.Add(1)
+	default:
+		t.other.Add(1)
+		t.mu.Lock()
+		t.first = cmp.Or(t.first, err)
+		t.mu.Unlock()
+	}
+}
+
+// latchChurn sets the latch name to 1 and counts it down, alternating between
+// the clients cs, until stop is closed; it returns the first error on the
+// channel it returns (nil once stopped).
+func latchChurn(ctx context.Context, name string, stop <-chan struct{}, cs ...*rlock.Client) <-chan error {
+	out := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				out <- nil
+				return
+			default:
+			}
+			l := cs[i%len(cs)].NewCountDownLatch(name)
+			_, err := l.TrySetCount(ctx, 1)
+			if err = errors.Join(err, l.CountDown(ctx)); err != nil {
+				out <- err
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// TestLatchChurnNeverDeleted: while two other clients set a latch to 1 and
+// count it down, over and over, 600 Awaits in a third client (no deadline)
+// all return nil: none reports ErrLatchDeleted, since nothing deletes the
+// latch. Then, with the churn stopped, a Delete of a latch awaited in two
+// clients makes every Await return ErrLatchDeleted, and a raw DEL (no
+// message) makes it return nil.
+func TestLatchChurnNeverDeleted(t *testing.T) {
+	srv := redistest.Shared(t)
+	admin := srv.Client(t)
+	ca := newClient(t, srv.Client(t), watchWaits())
+	cb := newClient(t, srv.Client(t), watchWaits())
+	cc := newClient(t, srv.Client(t))
+	ctx := testCtx(t, 60*time.Second)
+	name := redistest.Name(t)
+	t.Cleanup(func() { _ = admin.Del(context.Background(), name).Err() })
+
+	stop := make(chan struct{})
+	churned := latchChurn(ctx, name, stop, cb, cc)
+	tally := &latchChurnTally{}
+	var wg sync.WaitGroup
+	for range latchChurnAwaiters {
+		wg.Go(func() {
+			l := ca.NewCountDownLatch(name)
+			for range latchChurnAwaits {
+				tally.record(l.Await(ctx))
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	require.NoError(t, <-churned, "churn")
+	t.Logf("%d Awaits under churn: %d opened, %d latch deleted, %d other errors",
+		latchChurnAwaiters*latchChurnAwaits, tally.opened.Load(), tally.deleted.Load(), tally.other.Load())
+	require.Zero(t, tally.other.Load(), "other errors, the first: %v", tally.first)
+	require.Zero(t, tally.deleted.Load(), "Awaits told ErrLatchDeleted of a latch nobody deleted")
+
+	l := ca.NewCountDownLatch(name)
+	require.NoError(t, admin.Del(ctx, name).Err())
+	gots := latchAwaited(t, ctx, admin, ca, name, 2, ca, ca, cb)
+	answer(l.Delete(ctx)).is(t, true)
+	for i, g := range gots {
+		require.ErrorIs(t, awaitAsync(t, g, 5*time.Second, "awaiter after Delete").err, rlock.ErrLatchDeleted, "awaiter %d", i)
+	}
+
+	gots = latchAwaited(t, ctx, admin, ca, name, 2, ca, cb)
+	require.NoError(t, admin.Del(ctx, name).Err()) // no message: reads as an opening
+	for i, g := range gots {
+		require.NoError(t, awaitAsync(t, g, 30*time.Second, "awaiter after a raw DEL").err, "awaiter %d", i)
+	}
 }

@@ -32,6 +32,16 @@ func setup(t testing.TB, opts ...rlock.ClientOption) (*redis.Client, *rlock.Clie
 	return rdb, newClient(t, rdb, opts...), redistest.Name(t)
 }
 
+// setupHeld is setup with the Mutex name held by the rlock.Client (a watchdog
+// lease), and its lease.
+func setupHeld(t testing.TB, opts ...rlock.ClientOption) (*redis.Client, *rlock.Client, string, *rlock.Lease) {
+	t.Helper()
+	rdb, c, name := setup(t, opts...)
+	lease, err := c.NewMutex(name).Lock(testCtx(t, 30*time.Second))
+	require.NoError(t, err)
+	return rdb, c, name, lease
+}
+
 // testCtx returns a context cancelled at the end of the test or after d.
 func testCtx(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)

@@ -104,7 +104,7 @@ func TestHubTokens(t *testing.T) {
 	b.Close()
 
 	// The channel is unsubscribed after the linger time.
-	require.Eventually(t, func() bool { return rdb.PubSubNumSub(ctx, ch).Val()[ch] == 0 }, 3*time.Second, 10*time.Millisecond)
+	awaitSubscribers(t, rdb, ch, 0)
 	require.Empty(t, hub.Channels())
 }
 
@@ -127,7 +127,7 @@ func TestHubReconnectWakesEveryone(t *testing.T) {
 	require.True(t, hubRecv(t, s1), "re-subscription wakes the waiters of ch1")
 	require.True(t, hubRecv(t, s2), "and of ch2")
 	// And messages flow again.
-	require.Eventually(t, func() bool { return rdb.PubSubNumSub(ctx, ch1).Val()[ch1] == 1 }, 5*time.Second, 10*time.Millisecond)
+	awaitSubscribers(t, rdb, ch1, 1)
 	require.NoError(t, rdb.Publish(ctx, ch1, "0").Err())
 	require.True(t, hubRecv(t, s1))
 	s1.Close()

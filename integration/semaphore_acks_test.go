@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/integration/redistest"
+	"github.com/holdfast-go/holdfast/observe"
 	"github.com/holdfast-go/holdfast/rlock"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -291,16 +292,16 @@ func TestSemaphoreReplicaAcksNoHandOff(t *testing.T) {
 			t.Run(what, func(t *testing.T) {
 				ctx := testCtx(t, 60*time.Second)
 				p := startReplicated(t)
-				c, log := p.ackedClient(t, rlock.WithReplicaAcks(1, ackTimeout))
+				c, log := p.ackedClient(t, rlock.WithReplicaAcks(1, ackTimeout), watchWaits())
 				name := redistest.Name(t)
 				answer(k.set(ctx, c, name, 1)).is(t, true)
 				mark := log.mark()
 				release := answer(k.acquire(ctx, c, name, 1)).value(t)
-				got := queueParked(t, k, func() (func(context.Context) error, error) { return k.acquire(ctx, c, name, 1) })
-				syncAwaitSubs(t, p.rdb, syncSemChannel(name), 1)
+				got := queueParked(t, name, func() (func(context.Context) error, error) { return k.acquire(ctx, c, name, 1) })
+				awaitSubscribersAtLeast(t, p.rdb, syncSemChannel(name), 1)
 				require.Eventually(t, func() bool { return log.acquisitions(mark) >= 3 }, 5*time.Second, time.Millisecond,
 					"the holder's acquisition, the waiter's own attempt and its attempt once subscribed")
-				awaitHeadParked(t, k.method())
+				awaitLooked(t, name, observe.CauseSubscribed, 1)
 
 				sub := p.rdb.Subscribe(ctx, syncSemChannel(name))
 				t.Cleanup(func() { _ = sub.Close() })
@@ -320,7 +321,7 @@ func TestSemaphoreReplicaAcksNoHandOff(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, "1", m.Payload, "the release published the permit: it handed nothing over")
 
-				g := syncAwait(t, got, 10*time.Second, "the waiter")
+				g := awaitAsync(t, got, 10*time.Second, "the waiter")
 				trips := log.since(mark)
 				require.Equal(t, []string{"evalsha", "pexpire", "wait"}, trips[0].cmds, "the release, acknowledged")
 				require.True(t, trips[0].release)
@@ -430,7 +431,7 @@ func TestSemaphoreReplicaAcksCluster(t *testing.T) {
 			return err == nil && wait.Val() == 1
 		}, 10*time.Second, time.Millisecond, "the replica of %s acknowledges", node.Options().Addr)
 	}
-	one := newClient(t, cl.Client(t), rlock.WithReplicaAcks(1, time.Second), rlock.WithRecheckInterval(time.Minute))
+	one := newClient(t, cl.Client(t), rlock.WithReplicaAcks(1, time.Second), rlock.WithRecheckInterval(time.Minute), watchWaits())
 	two := newClient(t, cl.Client(t), rlock.WithReplicaAcks(2, ackTimeout))
 	for _, k := range syncKinds {
 		t.Run(k.kind, func(t *testing.T) {
@@ -439,9 +440,9 @@ func TestSemaphoreReplicaAcksCluster(t *testing.T) {
 					name := base + ":" + k.name
 					answer(k.set(ctx, one, name, 1)).is(t, true)
 					release := answer(k.acquire(ctx, one, name, 1)).value(t, "%s on %s", name, shard)
-					got := queueParked(t, k, func() (func(context.Context) error, error) { return k.acquire(ctx, one, name, 1) })
+					got := queueParked(t, name, func() (func(context.Context) error, error) { return k.acquire(ctx, one, name, 1) })
 					require.NoError(t, release(ctx), "%s on %s", name, shard)
-					g := syncAwait(t, got, 10*time.Second, "the waiter")
+					g := awaitAsync(t, got, 10*time.Second, "the waiter")
 					require.NoError(t, g.err, "%s on %s", name, shard)
 					require.NoError(t, g.v(ctx))
 

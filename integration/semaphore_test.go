@@ -1,6 +1,6 @@
 package integration
 
-// Tests of issue 19's Semaphore against real Redis: invalid counts refused
+// Tests of the Semaphore against real Redis: invalid counts refused
 // before any round trip, a waiter on a semaphore that was never initialised,
 // a foreign key at the name. The helpers at the top are shared by the tests
 // of the three synchronizers (semaphore, expirable semaphore, latch): their
@@ -91,58 +91,6 @@ func syncScore(t testing.TB, rdb redis.Cmdable, name, id string) (int64, bool) {
 	}
 	require.NoError(t, err)
 	return int64(s), true
-}
-
-// syncAwaitSubs waits (5 s at most) until at least n clients are subscribed
-// to channel.
-func syncAwaitSubs(t testing.TB, admin *redis.Client, channel string, n int64) {
-	t.Helper()
-	require.Eventually(t, func() bool { return waitNumSub(t, admin, channel) >= n },
-		5*time.Second, 2*time.Millisecond, "%d subscriber(s) to %s expected", n, channel)
-}
-
-// syncGot is what a blocking call run by syncGo returned, and when.
-type syncGot[T any] struct {
-	v   T
-	err error
-	at  time.Time
-}
-
-// syncGo runs f in a goroutine; the channel receives its result once.
-func syncGo[T any](f func() (T, error)) <-chan syncGot[T] {
-	ch := make(chan syncGot[T], 1)
-	go func() {
-		v, err := f()
-		ch <- syncGot[T]{v, err, time.Now()}
-	}()
-	return ch
-}
-
-// syncGoErr is syncGo for a call that returns only an error.
-func syncGoErr(f func() error) <-chan syncGot[struct{}] {
-	return syncGo(func() (struct{}, error) { return struct{}{}, f() })
-}
-
-// syncAwait waits at most d for the result of a call started by syncGo.
-func syncAwait[T any](t testing.TB, ch <-chan syncGot[T], d time.Duration, what string) syncGot[T] {
-	t.Helper()
-	select {
-	case g := <-ch:
-		return g
-	case <-time.After(d):
-		t.Fatalf("%s: no answer within %v", what, d)
-		panic("unreachable")
-	}
-}
-
-// syncPending fails the test if the call started by syncGo has already returned.
-func syncPending[T any](t testing.TB, ch <-chan syncGot[T], what string) {
-	t.Helper()
-	select {
-	case g := <-ch:
-		t.Fatalf("%s returned early: %v, err %v", what, g.v, g.err)
-	default:
-	}
 }
 
 // syncDeadClient returns an rlock.Client whose go-redis client points at a
@@ -248,9 +196,6 @@ type syncKind struct {
 	try func(ctx context.Context, c *rlock.Client, name string, n int64, wait time.Duration) (func(context.Context) error, error)
 }
 
-// method is the waiting method, as syncParked finds it in a stack.
-func (k syncKind) method() string { return "(*" + k.kind + ").Acquire" }
-
 // cycle takes n permits with Acquire and gives them back.
 func (k syncKind) cycle(ctx context.Context, c *rlock.Client, name string, n int64) error {
 	release, err := k.acquire(ctx, c, name, n)
@@ -326,7 +271,7 @@ func syncOffline(t *testing.T, refuse func(ctx context.Context, c *rlock.Client,
 // message wakes them in time) and another client.
 func syncEachKind(t *testing.T, f func(t *testing.T, ctx context.Context, k syncKind, waiter, other *rlock.Client, name string)) {
 	srv := redistest.Shared(t)
-	waiter := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute))
+	waiter := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute), watchWaits())
 	other := newClient(t, srv.Client(t))
 	for _, k := range syncKinds {
 		t.Run(k.kind, func(t *testing.T) { f(t, testCtx(t, 30*time.Second), k, waiter, other, redistest.Name(t)) })
@@ -413,18 +358,18 @@ func TestSemaphoreNeverInitialised(t *testing.T) {
 	t.Run("TrySetPermitsWakes", func(t *testing.T) {
 		srv := redistest.Shared(t)
 		admin := srv.Client(t)
-		waiter := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute))
+		waiter := newClient(t, srv.Client(t), rlock.WithRecheckInterval(time.Minute), watchWaits())
 		setter := newClient(t, srv.Client(t))
 		ctx := testCtx(t, 30*time.Second)
 		for _, k := range syncKinds {
 			name := redistest.Name(t)
 			var release func(context.Context) error
-			got := syncGoParked(t, k.method(), func() (err error) { release, err = k.acquire(ctx, waiter, name, 2); return err })[0]
-			syncAwaitSubs(t, admin, syncSemChannel(name), 1)
-			syncPending(t, got, k.kind+".Acquire on a semaphore without key")
+			got := goParked(t, name, func() (err error) { release, err = k.acquire(ctx, waiter, name, 2); return err })[0]
+			awaitSubscribersAtLeast(t, admin, syncSemChannel(name), 1)
+			requirePending(t, got, k.kind+".Acquire on a semaphore without key")
 			set := time.Now()
 			answer(k.set(ctx, setter, name, 3)).is(t, true)
-			g := syncAwait(t, got, 5*time.Second, k.kind+".Acquire after TrySetPermits")
+			g := awaitAsync(t, got, 5*time.Second, k.kind+".Acquire after TrySetPermits")
 			require.NoError(t, g.err)
 			t.Logf("%s: waiter acquired %v after TrySetPermits in another client", k.kind, g.at.Sub(set).Round(time.Millisecond))
 			v, _ := syncGet(t, admin, name)
@@ -437,16 +382,16 @@ func TestSemaphoreNeverInitialised(t *testing.T) {
 		const recheck = 500 * time.Millisecond
 		srv := redistest.Shared(t)
 		admin := srv.Client(t)
-		waiter := newClient(t, srv.Client(t), rlock.WithRecheckInterval(recheck))
+		waiter := newClient(t, srv.Client(t), rlock.WithRecheckInterval(recheck), watchWaits())
 		ctx := testCtx(t, 30*time.Second)
 		for _, k := range syncKinds {
 			name := redistest.Name(t)
-			got := syncGoParked(t, k.method(), func() error { return k.cycle(ctx, waiter, name, 1) })[0]
-			syncAwaitSubs(t, admin, syncSemChannel(name), 1)
-			syncPending(t, got, k.kind+".Acquire without key")
+			got := goParked(t, name, func() error { return k.cycle(ctx, waiter, name, 1) })[0]
+			awaitSubscribersAtLeast(t, admin, syncSemChannel(name), 1)
+			requirePending(t, got, k.kind+".Acquire without key")
 			set := time.Now()
 			require.NoError(t, admin.Set(ctx, name, 1, 0).Err()) // no PUBLISH: the message is "lost"
-			g := syncAwait(t, got, recheck+5*time.Second, k.kind+".Acquire after a raw SET")
+			g := awaitAsync(t, got, recheck+5*time.Second, k.kind+".Acquire after a raw SET")
 			require.NoError(t, g.err)
 			took := g.at.Sub(set)
 			t.Logf("%s: lost message (raw SET, no publish): waiter acquired %v after the SET (re-check interval %v)",
@@ -485,7 +430,6 @@ func TestSemaphoreWrongType(t *testing.T) {
 func TestSemaphoreReleaseWakesAsMany(t *testing.T) {
 	syncEachKind(t, func(t *testing.T, ctx context.Context, k syncKind, waiter, other *rlock.Client, name string) {
 		admin := redistest.Shared(t).Client(t)
-		method := k.method()
 		// The other client holds all 5 permits, as a hold of 3 and one of 2.
 		answer(k.set(ctx, other, name, 5)).is(t, true)
 		release := map[int64]func(context.Context) error{
@@ -510,7 +454,7 @@ func TestSemaphoreReleaseWakesAsMany(t *testing.T) {
 			}
 			return err
 		}
-		base := syncParked(method)
+		base := parked.on(name)
 		done := make(chan time.Time, 5)
 		for range 5 {
 			go func() {
@@ -520,8 +464,8 @@ func TestSemaphoreReleaseWakesAsMany(t *testing.T) {
 				done <- time.Now()
 			}()
 		}
-		syncAwaitParked(t, method, base+5)
-		syncAwaitSubs(t, admin, syncSemChannel(name), 1)
+		awaitParked(t, name, base+5)
+		awaitSubscribersAtLeast(t, admin, syncSemChannel(name), 1)
 
 		for _, n := range []int64{3, 2} {
 			released := time.Now()
@@ -540,7 +484,7 @@ func TestSemaphoreReleaseWakesAsMany(t *testing.T) {
 			v, _ := syncGet(t, admin, name)
 			require.Zero(t, v, "every released permit was taken")
 			if n == 3 {
-				syncAwaitParked(t, method, base+2) // two waiters still wait
+				require.Equal(t, base+2, parked.on(name), "two waiters still wait")
 				select {
 				case <-done:
 					t.Fatal("a fourth waiter got in with 3 permits released")
@@ -582,11 +526,11 @@ func TestSemaphoreWaitTime(t *testing.T) {
 		require.ErrorIs(t, err, rlock.ErrNotAcquired)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 
-		got := syncGoErr(func() error { return try(ctx) })
-		syncAwaitSubs(t, redistest.Shared(t).Client(t), syncSemChannel(name), 1)
+		got := goAsyncErr(func() error { return try(ctx) })
+		awaitSubscribersAtLeast(t, redistest.Shared(t).Client(t), syncSemChannel(name), 1)
 		released := time.Now()
 		require.NoError(t, release(ctx))
-		g := syncAwait(t, got, 5*time.Second, "TryAcquire with a release during its wait")
+		g := awaitAsync(t, got, 5*time.Second, "TryAcquire with a release during its wait")
 		require.NoError(t, g.err)
 		t.Logf("%s: wait time %v: gave up after %v; with a release during the wait, acquired %v after it",
 			k.kind, wait, took.Round(time.Millisecond), g.at.Sub(released).Round(time.Microsecond))

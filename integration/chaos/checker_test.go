@@ -108,7 +108,7 @@ func TestCheckerFaultBeforeTheAcquisitionReturned(t *testing.T) {
 
 // Two handles that said valid at one moment on a semaphore of one permit
 // are a violation, even when the first holder later learnt of its loss and
-// its fixed lease could have run out by its section's end (issue 31: a late
+// its fixed lease could have run out by its section's end (a late
 // acquisition reply granted an expired permit, and another client reclaimed
 // it). Only a fault that can end holds in Redis excuses it.
 func TestCheckerBothValid(t *testing.T) {

@@ -1,22 +1,5 @@
 package integration
 
-// Bounded waits and retried unlocks, against real Redis. Two promises:
-//
-//   - No wait outlives the hold it waits for: however a hold ends (its fixed lease
-//     runs out, its key is deleted, force-unlocked by a third client or replaced
-//     by another type of value), a waiter blocked in Lock or TryLock returns soon
-//     after, whether it waits in the holder's own Client or in another Client on
-//     the same server. Holder and waiter are always different owners.
-//   - A retried Unlock never crashes: after the reply of an Unlock was lost,
-//     whatever the release did (partial, released, handed off to a waiter of the
-//     same Client), Unlock again is recognised and returns nil.
-//
-// A failing run ends in bounded time: every Lock and TryLock runs with a ctx that
-// ends within bwCallTimeout, blocking calls run in goroutines that report their
-// result (a panic included) through a channel, every wait on them is bounded, and
-// cleanups give up on a call or Client that does not return. Times are measured
-// and logged, so that runs of different versions can be compared.
-
 import (
 	"context"
 	"crypto/fips140"
@@ -38,6 +21,23 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
+
+// Bounded waits and retried unlocks, against real Redis. Two promises:
+//
+//   - No wait outlives the hold it waits for: however a hold ends (its fixed lease
+//     runs out, its key is deleted, force-unlocked by a third client or replaced
+//     by another type of value), a waiter blocked in Lock or TryLock returns soon
+//     after, whether it waits in the holder's own Client or in another Client on
+//     the same server. Holder and waiter are always different owners.
+//   - A retried Unlock never crashes: after the reply of an Unlock was lost,
+//     whatever the release did (partial, released, handed off to a waiter of the
+//     same Client), Unlock again is recognised and returns nil.
+//
+// A failing run ends in bounded time: every Lock and TryLock runs with a ctx that
+// ends within bwCallTimeout, blocking calls run in goroutines that report their
+// result (a panic included) through a channel, every wait on them is bounded, and
+// cleanups give up on a call or Client that does not return. Times are measured
+// and logged, so that runs of different versions can be compared.
 
 const (
 	bwCallTimeout   = 12 * time.Second // ctx deadline of every Lock and TryLock
@@ -147,19 +147,6 @@ func bwRequireGone(t *testing.T, admin *redis.Client, name string) {
 		content, _ = admin.HGetAll(ctx, name).Result()
 	}
 	t.Fatalf("the lock key is still there: %v (type %s, PTTL %v)", content, typ, pttl)
-}
-
-// bwAwaitSubscribers waits until n clients are subscribed to the release
-// channel of the lock name.
-func bwAwaitSubscribers(t *testing.T, admin *redis.Client, name string, n int64) {
-	t.Helper()
-	ch := lua.ChannelName(name)
-	require.Eventually(t, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		m, err := admin.PubSubNumSub(ctx, ch).Result()
-		return err == nil && m[ch] == n
-	}, 5*time.Second, 5*time.Millisecond, "%d subscriber(s) to %s expected", n, ch)
 }
 
 // bwGot is what a call run by bwStart returned, and when.
@@ -423,7 +410,7 @@ func bwHoldAndWait(t *testing.T, side string, opts ...rlock.ClientOption) bwWait
 	require.NoError(t, err)
 	wm := wc.NewMutex(name)
 	call := bwStart(t, "waiter", bwOwner(), func(ctx context.Context) (*rlock.Lease, error) { return wm.Lock(ctx) })
-	bwAwaitSubscribers(t, admin, name, 1)
+	awaitSubscribers(t, admin, lua.ChannelName(name), 1)
 	return bwWaitedHold{admin: admin, name: name, hold: hl, wait: call}
 }
 

@@ -1,16 +1,12 @@
 package integration
 
-// Tests of issue 19's ExpirableSemaphore (Redisson's
-// RPermitExpirableSemaphore) against real Redis: invalid arguments, the
-// watchdog-leased permit of a dead holder, expired fixed-lease permits
-// reclaimed by exactly the calls Redisson reclaims in, all-or-nothing release,
-// a foreign key at the name. The dead holder's worker is in sync_procs_test.go.
-
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +16,12 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
+
+// Tests of the ExpirableSemaphore (Redisson's
+// RPermitExpirableSemaphore) against real Redis: invalid arguments, the
+// watchdog-leased permit of a dead holder, expired fixed-lease permits
+// reclaimed by exactly the calls Redisson reclaims in, all-or-nothing release,
+// a foreign key at the name. The dead holder's worker is in sync_test.go.
 
 // expShortLease is the fixed lease of the permits these tests let expire.
 const expShortLease = 100 * time.Millisecond
@@ -181,13 +183,13 @@ func TestExpirableDeadHolderPermitReturns(t *testing.T) {
 	require.InDelta(t, time.Now().Add(watchdog).UnixMilli(), first, float64(watchdog.Milliseconds()),
 		"its expiry is about now + the watchdog timeout")
 
-	got := syncGo(func() (*rlock.Permits, error) { return s.Acquire(ctx, 1) })
-	syncAwaitSubs(t, admin, syncSemChannel(name), 1)
+	got := goAsync(func() (*rlock.Permits, error) { return s.Acquire(ctx, 1) })
+	awaitSubscribersAtLeast(t, admin, syncSemChannel(name), 1)
 
 	// While the holder lives its watchdog moves the expiry forward: wait past
 	// the first expiry; the waiter must still be waiting.
 	require.Eventually(t, func() bool { return time.Now().UnixMilli() > first+200 }, 5*time.Second, 5*time.Millisecond)
-	syncPending(t, got, "Acquire while the holder's watchdog renews its permit")
+	requirePending(t, got, "Acquire while the holder's watchdog renews its permit")
 	renewed, ok := syncScore(t, admin, name, id)
 	require.True(t, ok, "the live holder's permit was not reclaimed")
 	require.Greater(t, renewed, first, "the watchdog renewed the permit")
@@ -195,7 +197,7 @@ func TestExpirableDeadHolderPermitReturns(t *testing.T) {
 	killed := time.Now()
 	require.NoError(t, w.Signal(syscall.SIGKILL))
 	<-w.Done()
-	g := syncAwait(t, got, watchdog+10*time.Second, "Acquire after the holder was killed")
+	g := awaitAsync(t, got, watchdog+10*time.Second, "Acquire after the holder was killed")
 	require.NoError(t, g.err)
 	took := g.at.Sub(killed)
 	t.Logf("watchdog timeout %v: the dead holder's permit came back and the waiter acquired it %v after SIGKILL",
@@ -512,4 +514,233 @@ func TestExpirableReleaseOfOneExpiredID(t *testing.T) {
 	after := expRead(t, admin, name)
 	require.Empty(t, after.permits)
 	require.EqualValues(t, 2, after.available, "the expired permit went back")
+}
+
+// A Permits handle follows what its own client does to its permits by id: a
+// release by ExpirableSemaphore.Release ends it at once, as released, and an
+// UpdateLease moves its deadline, so that the handle never says valid past the
+// expiry Redis holds nor ends while Redis still holds the permit for it.
+
+// TestExpirableReleaseByIDEndsHandle: the permits of a handle released by id
+// through the same client end the handle at once with ErrReleased (before,
+// the handle said nil until its next renewal, then "permit lost"); released
+// through another client, the handle learns it at its next renewal, as lost.
+func TestExpirableReleaseByIDEndsHandle(t *testing.T) {
+	admin, s, name := expNew(t, 2, rlock.WithWatchdogTimeout(3*time.Second))
+	ctx := testCtx(t, 30*time.Second)
+	p, err := s.TryAcquire(ctx, 1)
+	require.NoError(t, err)
+	released := time.Now()
+	require.NoError(t, s.Release(ctx, p.IDs()...))
+	expEnds(t, p, released, 2*time.Second, rlock.ErrReleased, "released by id in the same client")
+	require.NotErrorIs(t, p.Err(), rlock.ErrPermitLost)
+	require.Contains(t, p.Err().Error(), "released by id")
+	require.ErrorIs(t, p.Release(ctx), rlock.ErrNoSuchPermit, "the handle's own Release finds nothing to give back")
+
+	other := newClient(t, admin).NewExpirableSemaphore(name)
+	q, err := s.TryAcquire(ctx, 1)
+	require.NoError(t, err)
+	released = time.Now()
+	require.NoError(t, other.Release(ctx, q.IDs()...))
+	expEnds(t, q, released, 5*time.Second, rlock.ErrPermitLost, "released by id in another client")
+}
+
+// TestExpirableUpdateLeaseMovesHandle: UpdateLease in the handle's client
+// shortens a fixed lease's handle with its permit (before, the handle said
+// valid for its first lease, 10 s, while Redis let the permit expire after
+// 300 ms) and lengthens it (before, the handle ended after 300 ms while Redis
+// held the permit for 10 s); a renewed handle comes forward with a shorter
+// lease and is not pushed past the watchdog's by a longer one.
+func TestExpirableUpdateLeaseMovesHandle(t *testing.T) {
+	admin, s, name := expNew(t, 3)
+	ctx := testCtx(t, 30*time.Second)
+
+	long, err := s.TryAcquire(ctx, 1, rlock.WithLeaseTime(10*time.Second))
+	require.NoError(t, err)
+	updated := time.Now()
+	ok, err := s.UpdateLease(ctx, long.IDs()[0], 300*time.Millisecond)
+	require.NoError(t, err)
+	require.True(t, ok)
+	expEnds(t, long, updated, 3*time.Second, rlock.ErrPermitLost, "a 10 s lease cut to 300 ms")
+
+	short, err := s.TryAcquire(ctx, 1, rlock.WithLeaseTime(300*time.Millisecond))
+	require.NoError(t, err)
+	ok, err = s.UpdateLease(ctx, short.IDs()[0], 10*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	select {
+	case <-short.Done():
+		t.Fatalf("a 300 ms lease extended to 10 s ended at the first deadline: %v", short.Err())
+	case <-time.After(time.Second): // an observation window past the first lease
+	}
+	score, held := syncScore(t, admin, name, short.IDs()[0])
+	require.True(t, held)
+	require.Greater(t, score, time.Now().UnixMilli(), "Redis holds the permit: the handle says so too")
+	require.NoError(t, short.Err())
+	require.NoError(t, short.Release(ctx))
+
+	renewed, err := s.TryAcquire(ctx, 1)
+	require.NoError(t, err)
+	updated = time.Now()
+	ok, err = s.UpdateLease(ctx, renewed.IDs()[0], 200*time.Millisecond)
+	require.NoError(t, err)
+	require.True(t, ok)
+	select {
+	case <-renewed.Done():
+		// The 200 ms lease ran out before a renewal: lost, as in Redis.
+		require.True(t, errors.Is(renewed.Err(), rlock.ErrPermitLost), "%v", renewed.Err())
+		require.Less(t, time.Since(updated), 3*time.Second)
+	case <-time.After(3 * time.Second): // or a renewal gave it the watchdog's lease back
+		require.NoError(t, renewed.Err())
+		score, held := syncScore(t, admin, name, renewed.IDs()[0])
+		require.True(t, held)
+		require.Greater(t, score, time.Now().UnixMilli())
+		require.NoError(t, renewed.Release(ctx))
+	}
+}
+
+// An acquisition of an expirable semaphore whose reply arrives after the
+// permits' lease, and whose give-back never reaches Redis, must not come back
+// as a handle that says valid on a permit Redis counts as expired: another
+// client would reclaim it and hold it too (two valid handles on a semaphore of
+// one permit).
+
+// failScript makes the next script call on a client whose first key is key
+// and which has keys keys fail without reaching Redis, as on a broken
+// connection. Arm it, then read how many calls it failed.
+type failScript struct {
+	key  string
+	keys int
+
+	mu     sync.Mutex
+	armed  bool
+	failed int
+}
+
+func (f *failScript) arm() {
+	f.mu.Lock()
+	f.armed = true
+	f.mu.Unlock()
+}
+
+func (f *failScript) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.failed
+}
+
+// matches reports whether cmd is the script call to fail, and disarms.
+func (f *failScript) matches(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	if len(args) < 4 || (cmd.Name() != "evalsha" && cmd.Name() != "eval") {
+		return false
+	}
+	if n, ok := args[2].(int); !ok || n != f.keys || args[3] != f.key {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.armed {
+		return false
+	}
+	f.armed = false
+	f.failed++
+	return true
+}
+
+func (f *failScript) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f *failScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if f.matches(cmd) {
+			err := errors.New("test: connection broken before the command was sent")
+			cmd.SetErr(err)
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (f *failScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestExpirableLateReplyNeverGrantsAnExpiredPermit: A's Acquire on a semaphore
+// of one permit has its reply held back past the permit's lease; A gives the
+// permit back, but the give-back fails before it reaches Redis; A attempts
+// again with the same ids. The handle A gets must describe a permit Redis holds
+// unexpired, and while it says valid, B must not acquire. Both leases: the
+// watchdog's and a fixed one.
+func TestExpirableLateReplyNeverGrantsAnExpiredPermit(t *testing.T) {
+	const lease = time.Second
+	for _, tc := range []struct {
+		name   string
+		client []rlock.ClientOption
+		permit []rlock.AcquireOption
+	}{
+		{"watchdog lease", []rlock.ClientOption{rlock.WithWatchdogTimeout(lease)}, nil},
+		{"fixed lease", nil, []rlock.AcquireOption{rlock.WithLeaseTime(lease)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Shared(t)
+			direct := srv.Client(t)
+			name := redistest.Name(t)
+			proxy := redistest.NewProxy(t, srv.Addr)
+			rdbA := srv.Client(t, func(o *redis.Options) { o.Addr = proxy.Addr; o.ReadTimeout = 10 * time.Second })
+			giveBack := &failScript{key: name, keys: 4} // permit_release: N, {N}:timeout, channel, request
+			rdbA.AddHook(giveBack)
+			a := newClient(t, rdbA, tc.client...)
+			b := newClient(t, direct)
+			ctx := testCtx(t, time.Minute)
+			sA := expSemaphore(t, direct, a, name, 1)
+			sB := b.NewExpirableSemaphore(name)
+
+			proxy.DelayNextReplies(1, lease+300*time.Millisecond) // the acquisition's reply, and no other
+			giveBack.arm()
+			got := make(chan *rlock.Permits, 1)
+			go func() {
+				p, err := sA.Acquire(ctx, 1, tc.permit...)
+				if err != nil {
+					t.Errorf("A's Acquire: %v", err)
+				}
+				got <- p
+			}()
+			var p *rlock.Permits
+			select {
+			case p = <-got:
+			case <-time.After(20 * time.Second):
+				t.Fatal("A's Acquire did not return")
+			}
+			require.NotNil(t, p)
+			t.Cleanup(func() { _ = p.Release(context.Background()) })
+			require.Equal(t, 1, giveBack.count(), "the late reply's give-back was sent, and failed")
+
+			// What the handle says must be what Redis holds.
+			checked := time.Now()
+			score, ok := syncScore(t, direct, name, p.IDs()[0])
+			if p.Err() == nil {
+				require.True(t, ok, "A's handle says valid: Redis must hold its permit")
+				require.Greater(t, score, checked.UnixMilli(),
+					"A's handle says valid: its permit must not be expired in Redis (score %d ms after the check)", score-checked.UnixMilli())
+			}
+
+			// Never two valid handles: B acquires only once A's handle has ended.
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			for deadline := time.Now().Add(2 * lease); time.Now().Before(deadline); <-tick.C {
+				q, err := sB.TryAcquire(ctx, 1, rlock.WithLeaseTime(lease))
+				if errors.Is(err, rlock.ErrNotAcquired) {
+					continue
+				}
+				require.NoError(t, err)
+				require.Error(t, p.Err(), "B acquired the only permit while A's handle says valid")
+				require.NoError(t, q.Release(ctx))
+				break
+			}
+			t.Logf("A's handle at the end: %v", p.Err())
+			total, err := sB.TotalPermits(ctx)
+			require.NoError(t, err)
+			require.EqualValues(t, 1, total, "available plus acquired: no permit lost or made")
+		})
+	}
 }

@@ -1,16 +1,5 @@
 package integration
 
-// Read/write lock tests (rlock.RWMutex, Redisson's RReadWriteLock) against real
-// Redis: shared readers and an exclusive writer on Redisson's layout (one hash
-// with "mode", owner fields, ":write" field, a "{N}:<field>:rwlock_timeout:<k>"
-// key per read hold), the wake-ups on "redisson_rwlock:{N}" ("0" when the last
-// reader leaves, "1" when the writer does), downgrade and the refused upgrade,
-// the watchdog of read holds, zombie readers, the inspection rules of each side,
-// interop with a simulated Java Redisson client, and a measure of writer
-// starvation. Unless a test says otherwise its clients use the default 30 s
-// watchdog, so that a waiter woken by a lease running out instead of a message
-// would blow the tests' bounds (rwBound).
-
 import (
 	"context"
 	"errors"
@@ -24,10 +13,22 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/holdfast-go/holdfast/lua"
 	"github.com/holdfast-go/holdfast/rlock"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
+
+// Read/write lock tests (rlock.RWMutex, Redisson's RReadWriteLock) against real
+// Redis: shared readers and an exclusive writer on Redisson's layout (one hash
+// with "mode", owner fields, ":write" field, a "{N}:<field>:rwlock_timeout:<k>"
+// key per read hold), the wake-ups on "redisson_rwlock:{N}" ("0" when the last
+// reader leaves, "1" when the writer does), downgrade and the refused upgrade,
+// the watchdog of read holds, zombie readers, the inspection rules of each side,
+// interop with a simulated Java Redisson client, and a measure of writer
+// starvation. Unless a test says otherwise its clients use the default 30 s
+// watchdog, so that a waiter woken by a lease running out instead of a message
+// would blow the tests' bounds (rwBound).
 
 // rwBound is how long a woken waiter may take to get in: generous (the machine is
 // small and shared), yet far below the 30 s lease that a missed wake-up would
@@ -98,70 +99,13 @@ func rwField(t testing.TB, rdb *redis.Client, name, prefix string) string {
 	return found[0]
 }
 
-// rwResult is the outcome of a Lock run by rwLockAsync, and when it returned.
-type rwResult struct {
-	l   *rlock.Lease
-	err error
-	at  time.Time
-}
-
-// rwLockAsync calls l.Lock(ctx) on a goroutine of its own and delivers the
-// outcome. Its goroutines are what rwAwaitWaiting counts.
-func rwLockAsync(ctx context.Context, l rlock.Locker) <-chan rwResult {
-	ch := make(chan rwResult, 1)
-	go func() {
-		lease, err := l.Lock(ctx)
-		ch <- rwResult{lease, err, time.Now()}
-	}()
-	return ch
-}
-
-// rwAwait returns the outcome of an rwLockAsync call; it fails the test when
-// none arrives within bound.
-func rwAwait(t testing.TB, ch <-chan rwResult, bound time.Duration, what string) rwResult {
-	t.Helper()
-	timer := time.NewTimer(bound)
-	defer timer.Stop()
-	select {
-	case r := <-ch:
-		return r
-	case <-timer.C:
-		t.Fatalf("%s: Lock did not return within %v", what, bound)
-		return rwResult{}
-	}
-}
-
-// rwRequirePending fails the test if the rwLockAsync call ch has returned.
-func rwRequirePending(t testing.TB, ch <-chan rwResult, what string) {
-	t.Helper()
-	select {
-	case r := <-ch:
-		t.Fatalf("%s returned while it should still wait: lease %v, err %v", what, r.l != nil, r.err)
-	default:
-	}
-}
-
-// rwWaitingLocks counts the goroutines of rwLockAsync that are inside the
-// client's wait (rlock.(*Client).wait): their first attempt failed and they are
-// queued or leading the queue.
-func rwWaitingLocks() int {
-	count := 0
-	for _, g := range goroutineStacks() {
-		if strings.Contains(g, "rlock.(*Client).wait(") && strings.Contains(g, "integration.rwLockAsync") {
-			count++
-		}
-	}
-	return count
-}
-
-// rwAwaitWaiting waits until n rwLockAsync calls are waiting and the lock's
-// channel has at least subs subscribers: a release from then on is heard.
+// rwAwaitWaiting waits until n Lock calls (of clients made with watchWaits)
+// are waiting on the lock name and its channel has at least subs subscribers:
+// a release from then on is heard.
 func rwAwaitWaiting(t testing.TB, rdb *redis.Client, name string, n int, subs int64) {
 	t.Helper()
-	ch := rwChannel(name)
-	require.Eventually(t, func() bool {
-		return rwWaitingLocks() >= n && rdb.PubSubNumSub(context.Background(), ch).Val()[ch] >= subs
-	}, rwBound, 5*time.Millisecond, "%d Lock calls waiting and %d subscribers of %s", n, subs, ch)
+	awaitParked(t, name, n)
+	awaitSubscribersAtLeast(t, rdb, rwChannel(name), subs)
 }
 
 // rwSubscribe subscribes the test to the lock's channel, as a Java waiter would.
@@ -203,8 +147,8 @@ func rwRequireLost(t testing.TB, l *rlock.Lease) {
 // in Lock gets in only after the last reader unlocks, promptly: woken by the
 // "0" message, not by the 30 s lease.
 func TestRWReadersShareWriterWaitsForLast(t *testing.T) {
-	rdb, c1, name := setup(t)
-	c2 := newClient(t, rdb)
+	rdb, c1, name := setup(t, watchWaits())
+	c2 := newClient(t, rdb, watchWaits())
 	ctx := testCtx(t, 30*time.Second)
 	rws := []*rlock.RWMutex{c1.NewRWMutex(name), c2.NewRWMutex(name)}
 
@@ -267,7 +211,7 @@ func TestRWReadersShareWriterWaitsForLast(t *testing.T) {
 		require.True(t, locked)
 	}
 
-	w := rwLockAsync(ctx, rws[0].WriteLock())
+	w := lockAsync(ctx, rws[0].WriteLock())
 	rwAwaitWaiting(t, rdb, name, 1, 1)
 
 	// Readers 1..7 leave (four of c2, three of c1): the writer still waits.
@@ -275,13 +219,13 @@ func TestRWReadersShareWriterWaitsForLast(t *testing.T) {
 		close(release[i])
 		require.NoError(t, <-unlocked, "reader %d unlock", i)
 		require.Len(t, holders(t, rdb, name), readers-i+1)
-		rwRequirePending(t, w, "the writer")
+		requirePending(t, w, "the writer")
 	}
 	require.Equal(t, 1, rwRequireTimeouts(t, rdb, name))
 	released := time.Now()
 	close(release[0])
 	require.NoError(t, <-unlocked, "reader 0 unlock")
-	r := rwAwait(t, w, rwBound, "the writer")
+	r := awaitAsync(t, w, rwBound, "the writer")
 	require.NoError(t, r.err)
 	t.Logf("writer got in %v after the last reader's unlock began", r.at.Sub(released).Round(time.Microsecond))
 
@@ -290,7 +234,7 @@ func TestRWReadersShareWriterWaitsForLast(t *testing.T) {
 	require.Len(t, h, 2)
 	require.Regexp(t, `^`+c1.ID()+`:[0-9]+:write$`, rwField(t, rdb, name, c1.ID()))
 	require.Empty(t, rwTimeoutKeys(t, rdb, name))
-	require.NoError(t, r.l.Unlock(ctx))
+	require.NoError(t, r.v.Unlock(ctx))
 	rwRequireGone(t, rdb, name)
 }
 
@@ -300,8 +244,8 @@ func TestRWReadersShareWriterWaitsForLast(t *testing.T) {
 // write unlock lets nobody in; the final one publishes "1", which lets every
 // blocked reader in (4 waiting in the holder's client, 4 in another), promptly.
 func TestRWWriterExclusive(t *testing.T) {
-	rdb, c1, name := setup(t)
-	c2 := newClient(t, rdb)
+	rdb, c1, name := setup(t, watchWaits())
+	c2 := newClient(t, rdb, watchWaits())
 	ctx := testCtx(t, 30*time.Second)
 	rws := []*rlock.RWMutex{c1.NewRWMutex(name), c2.NewRWMutex(name)}
 	wm := rws[0].WriteLock()
@@ -341,9 +285,9 @@ func TestRWWriterExclusive(t *testing.T) {
 	require.Empty(t, rwTimeoutKeys(t, rdb, name))
 
 	const waiters = 8
-	results := make([]<-chan rwResult, waiters)
+	results := make([]<-chan leaseResult, waiters)
 	for i := range results {
-		results[i] = rwLockAsync(ctx, rws[i%2].ReadLock())
+		results[i] = lockAsync(ctx, rws[i%2].ReadLock())
 	}
 	rwAwaitWaiting(t, rdb, name, waiters, 2)
 
@@ -352,7 +296,7 @@ func TestRWWriterExclusive(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	for i, ch := range results {
-		rwRequirePending(t, ch, fmt.Sprintf("reader %d after a partial write unlock", i))
+		requirePending(t, ch, fmt.Sprintf("reader %d after a partial write unlock", i))
 	}
 
 	released := time.Now()
@@ -360,9 +304,9 @@ func TestRWWriterExclusive(t *testing.T) {
 	var slowest time.Duration
 	var leases []*rlock.Lease
 	for i, ch := range results {
-		r := rwAwait(t, ch, rwBound, fmt.Sprintf("reader %d", i))
+		r := awaitAsync(t, ch, rwBound, fmt.Sprintf("reader %d", i))
 		require.NoError(t, r.err, "reader %d", i)
-		leases = append(leases, r.l)
+		leases = append(leases, r.v)
 		slowest = max(slowest, r.at.Sub(released))
 	}
 	t.Logf("all %d blocked readers (4 per client) got in within %v of the write unlock", waiters, slowest.Round(time.Microsecond))
@@ -386,8 +330,8 @@ func TestRWWriterExclusive(t *testing.T) {
 // of after the 30 s lease; the write side is then refused to the owner
 // (ErrUpgrade). The owner's final read unlock deletes everything.
 func TestRWDowngrade(t *testing.T) {
-	rdb, c1, name := setup(t)
-	c2 := newClient(t, rdb)
+	rdb, c1, name := setup(t, watchWaits())
+	c2 := newClient(t, rdb, watchWaits())
 	ctx := testCtx(t, 30*time.Second)
 	rw := c1.NewRWMutex(name)
 	octx := rlock.WithOwner(ctx)
@@ -416,8 +360,8 @@ func TestRWDowngrade(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, locked, "write mode with a read hold: the read side is locked (Redisson's rule)")
 
-	sameClient := rwLockAsync(ctx, rw.ReadLock())
-	otherClient := rwLockAsync(ctx, c2.NewRWMutex(name).ReadLock())
+	sameClient := lockAsync(ctx, rw.ReadLock())
+	otherClient := lockAsync(ctx, c2.NewRWMutex(name).ReadLock())
 	rwAwaitWaiting(t, rdb, name, 2, 2)
 	sub := rwSubscribe(t, rdb, name)
 
@@ -437,8 +381,8 @@ func TestRWDowngrade(t *testing.T) {
 	_, err = rw.WriteLock().TryLock(octx, rlock.WithWaitTime(time.Second))
 	require.ErrorIs(t, err, rlock.ErrUpgrade, "having downgraded, the owner holds only the read side")
 
-	r1 := rwAwait(t, sameClient, rwBound, "reader of the same client")
-	r2 := rwAwait(t, otherClient, rwBound, "reader of another client")
+	r1 := awaitAsync(t, sameClient, rwBound, "reader of the same client")
+	r2 := awaitAsync(t, otherClient, rwBound, "reader of another client")
 	require.NoError(t, r1.err)
 	require.NoError(t, r2.err)
 	t.Logf("after the downgrade, waiting readers got in after %v (same client) and %v (other client)",
@@ -446,8 +390,8 @@ func TestRWDowngrade(t *testing.T) {
 	require.Len(t, holders(t, rdb, name), 4)
 	require.Equal(t, 3, rwRequireTimeouts(t, rdb, name))
 
-	require.NoError(t, r1.l.Unlock(ctx))
-	require.NoError(t, r2.l.Unlock(ctx))
+	require.NoError(t, r1.v.Unlock(ctx))
+	require.NoError(t, r2.v.Unlock(ctx))
 	require.Equal(t, 1, rwRequireTimeouts(t, rdb, name))
 	require.NoError(t, rl.Unlock(octx))
 	rwRequireGone(t, rdb, name)
@@ -630,8 +574,8 @@ func TestRWLostReadHold(t *testing.T) {
 // last live reader's unlock deletes the whole hash, dead field included, and a
 // writer that was waiting gets in at once.
 func TestRWZombieReaderCleanup(t *testing.T) {
-	rdb, c1, name := setup(t)
-	c2 := newClient(t, rdb)
+	rdb, c1, name := setup(t, watchWaits())
+	c2 := newClient(t, rdb, watchWaits())
 	ctx := testCtx(t, 30*time.Second)
 	dead := uuid.NewString() + ":13"
 	deadKey := rwTimeoutKey(name, dead, 1)
@@ -646,23 +590,23 @@ func TestRWZombieReaderCleanup(t *testing.T) {
 	live := rwField(t, rdb, name, c1.ID())
 	require.Equal(t, map[string]string{"mode": "read", dead: "1", live: "1"}, holders(t, rdb, name))
 
-	w := rwLockAsync(ctx, c2.NewRWMutex(name).WriteLock())
+	w := lockAsync(ctx, c2.NewRWMutex(name).WriteLock())
 	rwAwaitWaiting(t, rdb, name, 1, 1)
 	require.Eventually(t, func() bool { return !wdExists(t, rdb, deadKey) }, rwBound, 10*time.Millisecond,
 		"the dead reader's timeout key expires")
 	require.Contains(t, holders(t, rdb, name), dead, "the zombie's field is still in the hash")
-	rwRequirePending(t, w, "the writer")
+	requirePending(t, w, "the writer")
 
 	released := time.Now()
 	require.NoError(t, rl.Unlock(octx))
-	r := rwAwait(t, w, rwBound, "the writer")
+	r := awaitAsync(t, w, rwBound, "the writer")
 	require.NoError(t, r.err)
 	t.Logf("writer got in %v after the last live reader's unlock", r.at.Sub(released).Round(time.Microsecond))
 	h := holders(t, rdb, name)
 	require.Equal(t, "write", h["mode"])
 	require.NotContains(t, h, dead, "the zombie's field was deleted with the hash")
 	require.Len(t, h, 2)
-	require.NoError(t, r.l.Unlock(ctx))
+	require.NoError(t, r.v.Unlock(ctx))
 	rwRequireGone(t, rdb, name)
 }
 
@@ -987,7 +931,7 @@ func (j javaRW) writeUnlock(ctx context.Context, name string, thread int) (any, 
 // other's waiters.
 func TestRWInteropJava(t *testing.T) {
 	env := func(t *testing.T) (*redis.Client, *rlock.Client, string, javaRW, context.Context) {
-		rdb, c, name := setup(t)
+		rdb, c, name := setup(t, watchWaits())
 		return rdb, c, name, javaRW{javaPeer{rdb: rdb, id: uuid.NewString(), publish: "PUBLISH"}}, testCtx(t, 30*time.Second)
 	}
 
@@ -1010,7 +954,7 @@ func TestRWInteropJava(t *testing.T) {
 
 		_, err = rw.WriteLock().TryLock(rlock.WithOwner(ctx))
 		require.ErrorIs(t, err, rlock.ErrNotAcquired)
-		w := rwLockAsync(ctx, rw.WriteLock())
+		w := lockAsync(ctx, rw.WriteLock())
 		rwAwaitWaiting(t, rdb, name, 1, 1)
 
 		v, err := java.readUnlock(ctx, name, 82)
@@ -1018,11 +962,11 @@ func TestRWInteropJava(t *testing.T) {
 		require.EqualValues(t, 0, v, "Java's read unlock leaves Go's read hold")
 		require.Equal(t, map[string]string{"mode": "read", gfield: "1"}, holders(t, rdb, name))
 		require.Greater(t, wdPTTL(t, rdb, name), 25*time.Second, "the hash lives as long as Go's read hold")
-		rwRequirePending(t, w, "the Go writer")
+		requirePending(t, w, "the Go writer")
 
 		released := time.Now()
 		require.NoError(t, gl.Unlock(octx))
-		r := rwAwait(t, w, rwBound, "the Go writer")
+		r := awaitAsync(t, w, rwBound, "the Go writer")
 		require.NoError(t, r.err)
 		t.Logf("Go writer got in %v after the last (Go) reader's unlock", r.at.Sub(released).Round(time.Microsecond))
 		ttl, err = java.readLock(ctx, name, 82)
@@ -1032,7 +976,7 @@ func TestRWInteropJava(t *testing.T) {
 		ttl, err = java.writeLock(ctx, name, 82)
 		require.NoError(t, err)
 		require.NotNil(t, ttl, "and a Java writer")
-		require.NoError(t, r.l.Unlock(ctx))
+		require.NoError(t, r.v.Unlock(ctx))
 		rwRequireGone(t, rdb, name)
 	})
 
@@ -1077,21 +1021,21 @@ func TestRWInteropJava(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, locked)
 
-		w := rwLockAsync(ctx, rw.WriteLock())
+		w := lockAsync(ctx, rw.WriteLock())
 		rwAwaitWaiting(t, rdb, name, 1, 2)
 		released := time.Now()
 		v, err = java.readUnlock(ctx, name, 1)
 		require.NoError(t, err)
 		require.EqualValues(t, 1, v)
 		rwRequireMessage(t, sub, "0")
-		r := rwAwait(t, w, rwBound, "the Go writer")
+		r := awaitAsync(t, w, rwBound, "the Go writer")
 		require.NoError(t, r.err)
 		t.Logf("Go writer got in %v after the Java reader's unlock", r.at.Sub(released).Round(time.Microsecond))
 		h := holders(t, rdb, name)
 		require.Equal(t, "write", h["mode"])
 		require.NotContains(t, h, java.field(1))
 		require.Empty(t, rwTimeoutKeys(t, rdb, name), "the Java reader's timeout key was deleted by its unlock")
-		require.NoError(t, r.l.Unlock(ctx))
+		require.NoError(t, r.v.Unlock(ctx))
 		rwRequireGone(t, rdb, name)
 	})
 
@@ -1119,7 +1063,7 @@ func TestRWInteropJava(t *testing.T) {
 		require.Greater(t, remain, 25*time.Second)
 
 		octx := rlock.WithOwner(ctx)
-		r := rwLockAsync(octx, rw.ReadLock())
+		r := lockAsync(octx, rw.ReadLock())
 		sub := rwSubscribe(t, rdb, name)
 		rwAwaitWaiting(t, rdb, name, 1, 2)
 		released := time.Now()
@@ -1127,7 +1071,7 @@ func TestRWInteropJava(t *testing.T) {
 		require.NoError(t, err)
 		require.EqualValues(t, 1, v)
 		rwRequireMessage(t, sub, "1")
-		got := rwAwait(t, r, rwBound, "the Go reader")
+		got := awaitAsync(t, r, rwBound, "the Go reader")
 		require.NoError(t, got.err)
 		t.Logf("Go reader got in %v after the Java writer's unlock", got.at.Sub(released).Round(time.Microsecond))
 
@@ -1247,4 +1191,97 @@ func TestRWWriterStarvation(t *testing.T) {
 			<-counted
 		})
 	}
+}
+
+// TestRWMutexEveryEndOfAHoldWakesTheWaiter proves the waiting invariant ("no
+// wait outlives the hold", docs/design.md) for the read/write lock, from both
+// sides: a writer or a reader holds, a reader or a writer waits, in the same
+// client or in another one, and the hold ends by Unlock, by its lease running
+// out, by ForceUnlock from a third client, or by DEL from outside. The holder's
+// client has a 1 s watchdog, so a waiter that missed every message would still
+// be bounded by about 1 s; the test allows 5 s and logs the latency.
+func TestRWMutexEveryEndOfAHoldWakesTheWaiter(t *testing.T) {
+	type side func(*rlock.RWMutex) rlock.Locker
+	read := func(rw *rlock.RWMutex) rlock.Locker { return rw.ReadLock() }
+	write := func(rw *rlock.RWMutex) rlock.Locker { return rw.WriteLock() }
+	pairs := []struct {
+		name           string
+		holder, waiter side
+	}{
+		{"WriterHoldsReaderWaits", write, read},
+		{"WriterHoldsWriterWaits", write, write},
+		{"ReaderHoldsWriterWaits", read, write},
+	}
+	ends := []string{"Unlock", "LeaseExpiry", "ForceUnlock", "DeletedFromOutside"}
+	for _, p := range pairs {
+		for _, sameClient := range []bool{true, false} {
+			for _, end := range ends {
+				where := "OtherClient"
+				if sameClient {
+					where = "SameClient"
+				}
+				t.Run(p.name+"/"+where+"/"+end, func(t *testing.T) {
+					rwWakeCase(t, p.holder, p.waiter, sameClient, end)
+				})
+			}
+		}
+	}
+}
+
+func rwWakeCase(t *testing.T, holderSide, waiterSide func(*rlock.RWMutex) rlock.Locker, sameClient bool, end string) {
+	rdb, holderClient, name := setup(t, rlock.WithWatchdogTimeout(time.Second))
+	waiterClient := holderClient
+	if !sameClient {
+		waiterClient = newClient(t, rdb)
+	}
+	ctx := testCtx(t, 20*time.Second)
+	var opts []rlock.AcquireOption
+	if end == "LeaseExpiry" {
+		opts = append(opts, rlock.WithLeaseTime(700*time.Millisecond))
+	}
+	lease, err := holderSide(holderClient.NewRWMutex(name)).Lock(ctx, opts...)
+	require.NoError(t, err)
+
+	got := make(chan time.Time, 1)
+	go func() {
+		l, err := waiterSide(waiterClient.NewRWMutex(name)).Lock(ctx)
+		if err != nil {
+			t.Error(err)
+			close(got)
+			return
+		}
+		got <- time.Now()
+		_ = l.Unlock(context.Background())
+	}()
+	channel := lua.RWChannelName(name)
+	awaitSubscribersAtLeast(t, rdb, channel, 1) // the waiter subscribes
+
+	ended := time.Now()
+	switch end {
+	case "Unlock":
+		require.NoError(t, lease.Unlock(ctx))
+	case "LeaseExpiry":
+		ended = time.Now().Add(time.Until(leaseDeadline(t, rdb, name)))
+	case "ForceUnlock":
+		ok, err := holderSide(newClient(t, rdb).NewRWMutex(name)).ForceUnlock(ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+	case "DeletedFromOutside":
+		require.NoError(t, rdb.Del(ctx, name).Err())
+	}
+	select {
+	case at, ok := <-got:
+		require.True(t, ok, "the waiter failed")
+		t.Logf("waiter acquired %v after the hold ended (%s)", at.Sub(ended).Round(time.Millisecond), end)
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the waiter was not woken within 5 s of the hold's end (%s)", end)
+	}
+}
+
+// leaseDeadline returns when the lock's key expires, as its PTTL says now.
+func leaseDeadline(t *testing.T, rdb *redis.Client, name string) time.Time {
+	t.Helper()
+	d, err := rdb.PTTL(context.Background(), name).Result()
+	require.NoError(t, err)
+	return time.Now().Add(d)
 }
