@@ -28,8 +28,7 @@ func requireEndedWith(t *testing.T, ctx context.Context, handleErr error, want e
 // A Lease's Context is cancelled as the lease ends, by Unlock, with the
 // lease's reason as its cause, and leaves no watch behind.
 func TestLeaseContextUnlock(t *testing.T) {
-	f := newFakeLock()
-	c := newFakeClient(t, f)
+	_, c := newFakePair(t)
 	l, err := c.NewMutex("ctx-unlock").Lock(testCtx(t))
 	require.NoError(t, err)
 	type key struct{}
@@ -47,8 +46,7 @@ func TestLeaseContextUnlock(t *testing.T) {
 // A lease lost (here at its deadline, with no renewal) cancels its Context
 // with ErrLockLost.
 func TestLeaseContextLost(t *testing.T) {
-	f := newFakeLock()
-	c := newFakeClient(t, f)
+	_, c := newFakePair(t)
 	l, err := c.NewMutex("ctx-lost").TryLock(testCtx(t), WithLeaseTime(20*time.Millisecond))
 	require.NoError(t, err)
 	ctx, cancel := l.Context(context.Background())
@@ -59,8 +57,7 @@ func TestLeaseContextLost(t *testing.T) {
 
 // Close cancels the Context of a lease it ends with ErrClosed.
 func TestLeaseContextClose(t *testing.T) {
-	f := newFakeLock()
-	c := newFakeClient(t, f)
+	_, c := newFakePair(t)
 	l, err := c.NewMutex("ctx-close").Lock(testCtx(t))
 	require.NoError(t, err)
 	ctx, cancel := l.Context(context.Background())
@@ -72,8 +69,7 @@ func TestLeaseContextClose(t *testing.T) {
 // cancel, or parent's end, cancels the ctx alone: the lease is still held, and
 // its watch is gone (at once with cancel, soon after parent's end).
 func TestLeaseContextCancelled(t *testing.T) {
-	f := newFakeLock()
-	c := newFakeClient(t, f)
+	_, c := newFakePair(t)
 	l, err := c.NewMutex("ctx-cancel").Lock(testCtx(t))
 	require.NoError(t, err)
 
@@ -98,8 +94,7 @@ func TestLeaseContextCancelled(t *testing.T) {
 
 // The Context of a lease that has ended is cancelled at once.
 func TestLeaseContextAfterEnd(t *testing.T) {
-	f := newFakeLock()
-	c := newFakeClient(t, f)
+	_, c := newFakePair(t)
 	l, err := c.NewMutex("ctx-after").Lock(testCtx(t))
 	require.NoError(t, err)
 	require.NoError(t, l.Unlock(context.Background()))
@@ -111,8 +106,7 @@ func TestLeaseContextAfterEnd(t *testing.T) {
 
 // A Leadership's Context is its lease's; a Permits' ends with the permits.
 func TestLeadershipAndPermitsContext(t *testing.T) {
-	f := newFakeLock()
-	c := newFakeClient(t, f)
+	_, c := newFakePair(t)
 	l, err := c.NewMutex("ctx-lead").Lock(testCtx(t))
 	require.NoError(t, err)
 	lead := &Leadership{lease: l}
@@ -132,8 +126,7 @@ func TestLeadershipAndPermitsContext(t *testing.T) {
 
 // Many Contexts on one lease all end with it.
 func TestLeaseContextMany(t *testing.T) {
-	f := newFakeLock()
-	c := newFakeClient(t, f)
+	_, c := newFakePair(t)
 	l, err := c.NewMutex("ctx-many").Lock(testCtx(t))
 	require.NoError(t, err)
 	var ctxs []context.Context
