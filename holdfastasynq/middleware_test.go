@@ -33,6 +33,26 @@ func work(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// peakHandler counts the handlers running in cur and their most at once in
+// peak; each works d, then, if its work was not cut short, sends on done.
+func peakHandler(cur, peak *atomic.Int64, d time.Duration, done chan<- struct{}) asynq.HandlerFunc {
+	return func(ctx context.Context, _ *asynq.Task) error {
+		n := cur.Add(1)
+		for {
+			m := peak.Load()
+			if n <= m || peak.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		err := work(ctx, d)
+		cur.Add(-1)
+		if err == nil {
+			done <- struct{}{}
+		}
+		return err
+	}
+}
+
 // Two asynq servers (two processes: their own go-redis and rlock clients),
 // four workers each, process 2 keys x 12 tasks: the tasks of one key never
 // overlap, across both servers.
@@ -118,36 +138,8 @@ func TestLimitBoundsAcrossServers(t *testing.T) {
 		p := newProc(t, srv)
 		mux := asynq.NewServeMux()
 		mux.Use(Limit(p.c, map[string]int64{"limited": limit}, WithPrefix(prefix)))
-		mux.HandleFunc("limited", func(ctx context.Context, _ *asynq.Task) error {
-			n := cur.Add(1)
-			for {
-				m := peak.Load()
-				if n <= m || peak.CompareAndSwap(m, n) {
-					break
-				}
-			}
-			err := work(ctx, 20*time.Millisecond)
-			cur.Add(-1)
-			if err == nil {
-				done <- struct{}{}
-			}
-			return err
-		})
-		mux.HandleFunc("free", func(ctx context.Context, _ *asynq.Task) error {
-			n := free.Add(1)
-			for {
-				m := freePeak.Load()
-				if n <= m || freePeak.CompareAndSwap(m, n) {
-					break
-				}
-			}
-			err := work(ctx, 100*time.Millisecond)
-			free.Add(-1)
-			if err == nil {
-				done <- struct{}{}
-			}
-			return err
-		})
+		mux.HandleFunc("limited", peakHandler(&cur, &peak, 20*time.Millisecond, done))
+		mux.HandleFunc("free", peakHandler(&free, &freePeak, 100*time.Millisecond, done))
 		startServer(t, p, q, 4, mux)
 	}
 

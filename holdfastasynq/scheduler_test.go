@@ -27,6 +27,19 @@ type lead struct {
 // Two runners on two clients, each with a Scheduler of a periodic task every
 // second: only the leader's enqueues, once per tick; when the leader's Redis
 // connection is closed (a process cut off), the other takes over within the
+// nextLead returns the next lead on ch, failing the test with what when ctx
+// ends first.
+func nextLead(t testing.TB, ctx context.Context, ch <-chan lead, what string) lead {
+	t.Helper()
+	select {
+	case l := <-ch:
+		return l
+	case <-ctx.Done():
+		t.Fatal(what)
+		return lead{}
+	}
+}
+
 // watchdog timeout, and the enqueues go on, never two in one tick.
 func TestSchedulerOneLeaderEnqueuesOnce(t *testing.T) {
 	srv := redistest.Shared(t)
@@ -83,23 +96,13 @@ func TestSchedulerOneLeaderEnqueuesOnce(t *testing.T) {
 		}
 	}
 
-	var first lead
-	select {
-	case first = <-leadCh:
-	case <-ctx.Done():
-		t.Fatal("no leader")
-	}
+	first := nextLead(t, ctx, leadCh, "no leader")
 	waitFor("the leader's enqueues", enqCh, first.who, 4)
 
 	// Cut the leader off: its renewals and enqueues fail from now on.
 	killed := time.Now()
 	procs[first.who].cut()
-	var second lead
-	select {
-	case second = <-leadCh:
-	case <-ctx.Done():
-		t.Fatal("no takeover")
-	}
+	second := nextLead(t, ctx, leadCh, "no takeover")
 	require.NotEqual(t, first.who, second.who)
 	takeover := second.at.Sub(killed)
 	t.Logf("takeover %v after the leader was cut off (watchdog timeout %v)", takeover, testWatchdog)
@@ -174,12 +177,7 @@ func TestSchedulerHandoverOnCancel(t *testing.T) {
 	wg.Go(func() {
 		require.NoError(t, RunScheduler(actx, a.c.NewElection(name), mk("a", a), WithValue("a"), WithRunLogger(quietSlog)))
 	})
-	var first lead
-	select {
-	case first = <-leadCh:
-	case <-ctx.Done():
-		t.Fatal("a did not lead")
-	}
+	first := nextLead(t, ctx, leadCh, "a did not lead")
 	require.Equal(t, "a", first.who)
 	wg.Go(func() {
 		require.NoError(t, RunScheduler(bctx, b.c.NewElection(name), mk("b", b), WithValue("b"), WithRunLogger(quietSlog)))
@@ -192,12 +190,7 @@ func TestSchedulerHandoverOnCancel(t *testing.T) {
 
 	stopped := time.Now()
 	stopA()
-	var second lead
-	select {
-	case second = <-leadCh:
-	case <-ctx.Done():
-		t.Fatal("b did not take over")
-	}
+	second := nextLead(t, ctx, leadCh, "b did not take over")
 	require.Equal(t, "b", second.who)
 	t.Logf("handover %v after a's ctx ended", second.at.Sub(stopped))
 	require.Less(t, second.at.Sub(stopped), testWatchdog/2)

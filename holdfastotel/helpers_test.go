@@ -10,6 +10,7 @@ import (
 
 	"github.com/holdfast-go/holdfast/integration/redistest"
 	"github.com/holdfast-go/holdfast/observe"
+	"github.com/holdfast-go/holdfast/rlock"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -94,41 +95,61 @@ func (a attrs) String() string {
 // count returns the number of measurements of histogram name whose
 // attributes match a.
 func count(rm metricdata.ResourceMetrics, name string, a attrs) uint64 {
-	m, ok := findMetric(rm, name)
-	if !ok {
-		return 0
-	}
-	h, ok := m.Data.(metricdata.Histogram[float64])
-	if !ok {
-		panic(fmt.Sprintf("%s is a %T, not a float64 histogram", name, m.Data))
-	}
-	var n uint64
-	for _, p := range h.DataPoints {
-		if a.match(p.Attributes) {
-			n += p.Count
-		}
-	}
-	return n
+	return total[uint64](rm, name, a.match)
 }
 
 // sum returns the sum of the points of counter (or up-down counter) name
 // whose attributes match a.
 func sum(rm metricdata.ResourceMetrics, name string, a attrs) int64 {
+	return total[int64](rm, name, a.match)
+}
+
+// total adds up the points of metric name whose attributes keep accepts: the
+// counts of a float64 histogram (N uint64), the values of an int64 sum (N
+// int64). It panics when the metric is not of the kind N says.
+func total[N uint64 | int64](rm metricdata.ResourceMetrics, name string, keep func(attribute.Set) bool) N {
 	m, ok := findMetric(rm, name)
 	if !ok {
 		return 0
 	}
-	s, ok := m.Data.(metricdata.Sum[int64])
-	if !ok {
-		panic(fmt.Sprintf("%s is a %T, not an int64 sum", name, m.Data))
-	}
-	var n int64
-	for _, p := range s.DataPoints {
-		if a.match(p.Attributes) {
-			n += p.Value
+	var n N
+	_, histogram := any(n).(uint64)
+	switch d := m.Data.(type) {
+	case metricdata.Histogram[float64]:
+		if histogram {
+			for _, p := range d.DataPoints {
+				if keep(p.Attributes) {
+					n += N(p.Count)
+				}
+			}
+			return n
+		}
+	case metricdata.Sum[int64]:
+		if !histogram {
+			for _, p := range d.DataPoints {
+				if keep(p.Attributes) {
+					n += N(p.Value)
+				}
+			}
+			return n
 		}
 	}
-	return n
+	panic(fmt.Sprintf("%s is a %T, not a %s", name, m.Data, map[bool]string{true: "float64 histogram", false: "int64 sum"}[histogram]))
+}
+
+// lockUnlockAsync locks m for a new owner of ctx and unlocks it at once, in a
+// goroutine; the channel gets the first error, or nil.
+func lockUnlockAsync(ctx context.Context, m *rlock.Mutex) <-chan error {
+	got := make(chan error, 1)
+	go func() {
+		b := rlock.WithOwner(ctx)
+		l, err := m.Lock(b)
+		if err == nil {
+			err = l.Unlock(b)
+		}
+		got <- err
+	}()
+	return got
 }
 
 // eventually polls cond every 5 ms until it holds, and fails the test when it

@@ -10,6 +10,7 @@ import (
 	"github.com/holdfast-go/holdfast/observe"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/trace"
@@ -357,25 +358,12 @@ func TestWithNames(t *testing.T) {
 	assert.EqualValues(t, 2, sum(rm, nameWaitActive, orders))
 	assert.EqualValues(t, 2, sum(rm, nameWaitWakeups, orders))
 	// secret:3 has no name: its points are the nameless ones.
+	unnamed := func(set attribute.Set) bool { return !set.HasValue(observe.AttrName) }
 	for _, name := range []string{nameAcquireDuration, nameOperationDuration, nameHoldDuration} {
-		m, _ := findMetric(rm, name)
-		var nameless uint64
-		for _, p := range m.Data.(metricdata.Histogram[float64]).DataPoints {
-			if !p.Attributes.HasValue(observe.AttrName) {
-				nameless += p.Count
-			}
-		}
-		assert.EqualValues(t, 1, nameless, name)
+		assert.EqualValues(t, 1, total[uint64](rm, name, unnamed), name)
 	}
 	for _, name := range []string{nameHoldActive, nameWaitActive, nameWaitWakeups} {
-		m, _ := findMetric(rm, name)
-		var nameless int64
-		for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
-			if !p.Attributes.HasValue(observe.AttrName) {
-				nameless += p.Value
-			}
-		}
-		assert.EqualValues(t, 1, nameless, name)
+		assert.EqualValues(t, 1, total[int64](rm, name, unnamed), name)
 	}
 
 	var named, nameless int

@@ -72,6 +72,38 @@ func (a attrs) with(kv ...string) attrs {
 }
 
 // lockAttrs filters the acquisitions of a Mutex by op, outcome and waited.
+// waitReleased waits until e saw a waiting Lock of a mutex acquire, no hold
+// or wait left, and released holds of mutexes ended.
+func waitReleased(t testing.TB, e *env, what string, released uint64) metricdata.ResourceMetrics {
+	return e.waitMetric(t, what, func(rm metricdata.ResourceMetrics) bool {
+		return count(rm, nameAcquireDuration, lockAttrs("lock", "ok", "true")) == 1 &&
+			sum(rm, nameWaitActive, mutex) == 0 &&
+			sum(rm, nameHoldActive, mutex) == 0 &&
+			count(rm, nameHoldDuration, mutex.with(observe.AttrOutcome, "released")) == released
+	})
+}
+
+// observedClient returns a client of the shared server observed by a new
+// env, and a context for the test.
+func observedClient(t *testing.T) (*env, *rlock.Client, context.Context) {
+	e := newEnv(t)
+	return e, newClient(t, redistest.Shared(t).Client(t), rlock.WithObserver(e.obs)), testCtx(t, 30*time.Second)
+}
+
+// wakeWaiter runs wait (what) in a goroutine, waits until e counts it
+// waiting on the object of attributes a, runs wake, and waits for wait to
+// return nil.
+func wakeWaiter(t testing.TB, e *env, a attrs, what string, wait, wake func() error) {
+	t.Helper()
+	got := make(chan error, 1)
+	go func() { got <- wait() }()
+	e.waitMetric(t, what+" waits", func(rm metricdata.ResourceMetrics) bool {
+		return sum(rm, nameWaitActive, a) == 1
+	})
+	require.NoError(t, wake())
+	receive(t, got, what)
+}
+
 func lockAttrs(op, outcome, waited string) attrs {
 	return mutex.with(observe.AttrOperation, op, observe.AttrOutcome, outcome, observe.AttrWaited, waited)
 }
@@ -127,15 +159,7 @@ func TestContendedMutexOneClient(t *testing.T) {
 	_, err = m.TryLock(rlock.WithOwner(ctx))
 	require.ErrorIs(t, err, rlock.ErrNotAcquired)
 
-	got := make(chan error, 1)
-	go func() {
-		b := rlock.WithOwner(ctx)
-		l, err := m.Lock(b)
-		if err == nil {
-			err = l.Unlock(b)
-		}
-		got <- err
-	}()
+	got := lockUnlockAsync(ctx, m)
 	// Waiting and subscribed (the server has the subscription): it sleeps
 	// (the subscription's confirmation does not make it attempt while an
 	// owner of its own client holds the lock), so the release hands the lock
@@ -149,12 +173,7 @@ func TestContendedMutexOneClient(t *testing.T) {
 	require.NoError(t, lease.Unlock(a))
 	receive(t, got, "the waiting Lock and its Unlock")
 
-	rm := e.waitMetric(t, "the waiter acquired, everything released", func(rm metricdata.ResourceMetrics) bool {
-		return count(rm, nameAcquireDuration, lockAttrs("lock", "ok", "true")) == 1 &&
-			sum(rm, nameWaitActive, mutex) == 0 &&
-			sum(rm, nameHoldActive, mutex) == 0 &&
-			count(rm, nameHoldDuration, mutex.with(observe.AttrOutcome, "released")) == 2
-	})
+	rm := waitReleased(t, e, "the waiter acquired, everything released", 2)
 	assert.EqualValues(t, 1, count(rm, nameAcquireDuration, lockAttrs("lock", "ok", "false")), dump(rm))
 	assert.EqualValues(t, 1, count(rm, nameAcquireDuration, lockAttrs("try_lock", "not_acquired", "false")), dump(rm))
 	assert.EqualValues(t, 2, count(rm, nameOperationDuration, mutex.with(observe.AttrOperation, "lease_unlock", observe.AttrOutcome, "ok")), dump(rm))
@@ -196,15 +215,7 @@ func TestContendedMutexTwoClients(t *testing.T) {
 	_, err = m2.TryLock(rlock.WithOwner(ctx))
 	require.ErrorIs(t, err, rlock.ErrNotAcquired)
 
-	got := make(chan error, 1)
-	go func() {
-		b := rlock.WithOwner(ctx)
-		l, err := m2.Lock(b)
-		if err == nil {
-			err = l.Unlock(b)
-		}
-		got <- err
-	}()
+	got := lockUnlockAsync(ctx, m2)
 	// Waiting, subscribed, and past the look that follows the subscription's
 	// confirmation: only the release message can wake it now.
 	e2.waitMetric(t, "the second client waits, subscribed to the lock's channel", func(rm metricdata.ResourceMetrics) bool {
@@ -217,12 +228,7 @@ func TestContendedMutexTwoClients(t *testing.T) {
 	require.NoError(t, lease.Unlock(a))
 	receive(t, got, "the waiting Lock and its Unlock")
 
-	rm2 := e2.waitMetric(t, "the waiter acquired on a message, everything released", func(rm metricdata.ResourceMetrics) bool {
-		return count(rm, nameAcquireDuration, lockAttrs("lock", "ok", "true")) == 1 &&
-			sum(rm, nameWaitActive, mutex) == 0 &&
-			sum(rm, nameHoldActive, mutex) == 0 &&
-			count(rm, nameHoldDuration, mutex.with(observe.AttrOutcome, "released")) == 1
-	})
+	rm2 := waitReleased(t, e2, "the waiter acquired on a message, everything released", 1)
 	assert.EqualValues(t, 1, count(rm2, nameAcquireDuration, lockAttrs("try_lock", "not_acquired", "false")), dump(rm2))
 	assert.GreaterOrEqual(t, sum(rm2, nameWaitWakeups, mutex.with(observe.AttrCause, "message")), int64(1),
 		"the first client's release message woke the waiter\n%s", dump(rm2))
@@ -339,22 +345,15 @@ func TestWatchdogFailure(t *testing.T) {
 // 4. A semaphore's second Acquire waits for the permit the first took, and
 // the Release wakes it.
 func TestSemaphoreWait(t *testing.T) {
-	e := newEnv(t)
-	c := newClient(t, redistest.Shared(t).Client(t), rlock.WithObserver(e.obs))
+	e, c, ctx := observedClient(t)
 	s := c.NewSemaphore(redistest.Name(t))
-	ctx := testCtx(t, 30*time.Second)
 	ok, err := s.TrySetPermits(ctx, 1, 0)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.NoError(t, s.Acquire(ctx, 1))
 
-	got := make(chan error, 1)
-	go func() { got <- s.Acquire(ctx, 1) }()
-	e.waitMetric(t, "the second Acquire waits", func(rm metricdata.ResourceMetrics) bool {
-		return sum(rm, nameWaitActive, semaphore) == 1
-	})
-	require.NoError(t, s.Release(ctx, 1))
-	receive(t, got, "the waiting Acquire")
+	wakeWaiter(t, e, semaphore, "the second Acquire",
+		func() error { return s.Acquire(ctx, 1) }, func() error { return s.Release(ctx, 1) })
 
 	acquire := func(outcome, waited string) attrs {
 		return semaphore.with(observe.AttrOperation, "acquire", observe.AttrOutcome, outcome, observe.AttrWaited, waited)
@@ -385,21 +384,13 @@ func TestSemaphoreWait(t *testing.T) {
 
 // 5. A latch's Await waits until the CountDown that brings it to zero.
 func TestLatchAwait(t *testing.T) {
-	e := newEnv(t)
-	c := newClient(t, redistest.Shared(t).Client(t), rlock.WithObserver(e.obs))
+	e, c, ctx := observedClient(t)
 	l := c.NewCountDownLatch(redistest.Name(t))
-	ctx := testCtx(t, 30*time.Second)
 	ok, err := l.TrySetCount(ctx, 1)
 	require.NoError(t, err)
 	require.True(t, ok)
 
-	got := make(chan error, 1)
-	go func() { got <- l.Await(ctx) }()
-	e.waitMetric(t, "Await waits", func(rm metricdata.ResourceMetrics) bool {
-		return sum(rm, nameWaitActive, latch) == 1
-	})
-	require.NoError(t, l.CountDown(ctx))
-	receive(t, got, "Await")
+	wakeWaiter(t, e, latch, "Await", func() error { return l.Await(ctx) }, func() error { return l.CountDown(ctx) })
 
 	op := func(name string) attrs {
 		return latch.with(observe.AttrOperation, name, observe.AttrOutcome, "ok")
@@ -529,15 +520,7 @@ func TestPubSubReconnect(t *testing.T) {
 	_, err := holder.NewMutex(name).Lock(rlock.WithOwner(ctx))
 	require.NoError(t, err)
 
-	got := make(chan error, 1)
-	go func() {
-		b := rlock.WithOwner(ctx)
-		l, err := c.NewMutex(name).Lock(b)
-		if err == nil {
-			err = l.Unlock(b)
-		}
-		got <- err
-	}()
+	got := lockUnlockAsync(ctx, c.NewMutex(name))
 	e.waitMetric(t, "the waiter is subscribed", func(rm metricdata.ResourceMetrics) bool {
 		return sum(rm, nameWaitActive, mutex) == 1 && sum(rm, nameSubscriptions, nil) == 1 && subscribedLook(rm)
 	})

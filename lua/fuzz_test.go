@@ -526,14 +526,15 @@ func at(rs []reply, i int) reply {
 
 // wantTTL is the TTL a PTTL reply of ms means: the longest time.Duration for
 // one beyond it.
+// It finds the overflow by dividing back, not as ttl does.
 func wantTTL(ms int64) time.Duration {
-	switch {
-	case ms < 0:
+	if ms < 0 {
 		return -1
-	case ms > math.MaxInt64/int64(time.Millisecond):
-		return math.MaxInt64
 	}
-	return time.Duration(ms) * time.Millisecond
+	if d := time.Duration(ms) * time.Millisecond; d/time.Millisecond == time.Duration(ms) {
+		return d
+	}
+	return math.MaxInt64
 }
 
 // asInt64 is go-redis' reading of an integer in a *redis.Cmd: an integer or a
@@ -640,6 +641,14 @@ func replyDecoders() []decoder {
 	one := func(n int64) any { return n == 1 }
 	self := func(n int64) any { return n }
 	none := func(int64) any { return nil }
+	// isOne: the script's reply, an integer as go-redis reads one, is 1.
+	isOne := func(rs []reply) outcome {
+		r := effective(rs)
+		if n, ok := asInt64(r.val); ok && r.err == nil {
+			return outcome{val: n == 1}
+		}
+		return errOrBad(r)
+	}
 	var ds []decoder
 	for _, a := range []AcquireArgs{
 		{Lock: lock, Field: field, Lease: lease},
@@ -702,24 +711,12 @@ func replyDecoders() []decoder {
 			func(ctx context.Context, rdb *redis.Client) (any, error) {
 				return ForceRelease(ctx, rdb, fair, Publish)
 			},
-			func(rs []reply) outcome {
-				r := effective(rs)
-				if n, ok := asInt64(r.val); ok && r.err == nil {
-					return outcome{val: n == 1}
-				}
-				return errOrBad(r)
-			}},
+			isOne},
 		decoder{"Leave",
 			func(ctx context.Context, rdb *redis.Client) (any, error) {
 				return Leave(ctx, rdb, fair, "c:1", time.Second, ShardedPublish)
 			},
-			func(rs []reply) outcome {
-				r := effective(rs)
-				if n, ok := asInt64(r.val); ok && r.err == nil {
-					return outcome{val: n == 1}
-				}
-				return errOrBad(r)
-			}},
+			isOne},
 		decoder{"RenewResult",
 			func(ctx context.Context, rdb *redis.Client) (any, error) {
 				p := rdb.Pipeline()

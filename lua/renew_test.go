@@ -32,17 +32,23 @@ func TestRenewalOf(t *testing.T) {
 	}
 }
 
-// TestRenewCmdArgs pins renew.lua's arguments: the lease, now and now + lease
-// in ms, whether to read the keys again, then kind, member and prefix per key.
-func TestRenewCmdArgs(t *testing.T) {
+// cmdArgsTest returns a pipeline that sends nothing, a time, and a renewal of
+// each kind (a lock, a read lock, a permit) on "a".
+func cmdArgsTest(t *testing.T) (redis.Pipeliner, time.Time, []Renewal) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // nothing is sent
-	defer rdb.Close()
-	now := time.UnixMilli(1_700_000_000_000)
-	cmd := RenewCmd(context.Background(), rdb.Pipeline(), []Renewal{
+	t.Cleanup(func() { rdb.Close() })
+	return rdb.Pipeline(), time.UnixMilli(1_700_000_000_000), []Renewal{
 		NewLock("a").Renewal("u:1"),
 		NewLayoutLock("a", LayoutRead).Renewal("u:2"),
 		PermitRenewal("a", "id"),
-	}, now, 30*time.Second, true)
+	}
+}
+
+// TestRenewCmdArgs pins renew.lua's arguments: the lease, now and now + lease
+// in ms, whether to read the keys again, then kind, member and prefix per key.
+func TestRenewCmdArgs(t *testing.T) {
+	p, now, rs := cmdArgsTest(t)
+	cmd := RenewCmd(context.Background(), p, rs, now, 30*time.Second, true)
 	want := []any{"evalsha", renewScript.sha, 3, "a", "a", "{a}:timeout",
 		int64(30000), int64(1_700_000_000_000), int64(1_700_000_030_000), "1",
 		"lock", "u:1", "", "read", "u:2", "{a}", "permit", "id", ""}
@@ -54,14 +60,8 @@ func TestRenewCmdArgs(t *testing.T) {
 // TestCheckCmdArgs pins check.lua's arguments: now in ms, then kind and member
 // per key.
 func TestCheckCmdArgs(t *testing.T) {
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // nothing is sent
-	defer rdb.Close()
-	now := time.UnixMilli(1_700_000_000_000)
-	cmd := CheckCmd(context.Background(), rdb.Pipeline(), []Renewal{
-		NewLock("a").Renewal("u:1"),
-		NewLayoutLock("a", LayoutRead).Renewal("u:2"),
-		PermitRenewal("a", "id"),
-	}, now)
+	p, now, rs := cmdArgsTest(t)
+	cmd := CheckCmd(context.Background(), p, rs, now)
 	want := []any{"evalsha", checkScript.sha, 3, "a", "a", "{a}:timeout",
 		int64(1_700_000_000_000), "lock", "u:1", "read", "u:2", "permit", "id"}
 	if got := cmd.Args(); !reflect.DeepEqual(got, want) {

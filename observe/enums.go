@@ -5,14 +5,11 @@ package observe
 type Kind uint8
 
 // kinds holds, by Kind, what newKind was given; index 0 is the unknown kind.
-var kinds = []struct{ value, typ string }{{"unknown", "Unknown"}}
+var kinds = registry{{"unknown", "Unknown"}}
 
 // newKind adds a kind: its attribute value (AttrKind) and the Go type of its
 // objects in package rlock. A new kind of object is one row below.
-func newKind(value, typ string) Kind {
-	kinds = append(kinds, struct{ value, typ string }{value, typ})
-	return Kind(len(kinds) - 1)
-}
+func newKind(value, typ string) Kind { return Kind(kinds.add(value, typ)) }
 
 // The kinds of objects: their String is the value of AttrKind, their TypeName
 // the Go type in package rlock.
@@ -34,27 +31,16 @@ var (
 )
 
 // Kinds returns every kind, for an observer that precomputes per kind.
-func Kinds() []Kind {
-	out := make([]Kind, 0, len(kinds)-1)
-	for k := range len(kinds) - 1 {
-		out = append(out, Kind(k+1))
-	}
-	return out
-}
+func Kinds() []Kind { return every[Kind](kinds) }
 
 // String returns the kind's attribute value: "mutex", "fair_mutex"...
-func (k Kind) String() string { return kinds[k.index()].value }
+func (k Kind) String() string { return kinds.at(int(k)).value }
 
 // TypeName returns the Go type of the kind's objects in package rlock:
 // "Mutex", "FairMutex"...
-func (k Kind) TypeName() string { return kinds[k.index()].typ }
+func (k Kind) TypeName() string { return kinds.at(int(k)).name }
 
-func (k Kind) index() int {
-	if int(k) >= len(kinds) {
-		return 0
-	}
-	return int(k)
-}
+func (k Kind) index() int { return kinds.index(int(k)) }
 
 // Op is the method of a public call. The operations are the variables Op*
 // below, one row each: read them, never assign them. The methods of a Lease, a
@@ -63,14 +49,11 @@ func (k Kind) index() int {
 type Op uint8
 
 // ops holds, by Op, what newOp was given; index 0 is the unknown operation.
-var ops = []struct{ value, method string }{{"unknown", "Unknown"}}
+var ops = registry{{"unknown", "Unknown"}}
 
 // newOp adds an operation: its attribute value (AttrOperation) and the Go
 // method's name. A new method is one row below.
-func newOp(value, method string) Op {
-	ops = append(ops, struct{ value, method string }{value, method})
-	return Op(len(ops) - 1)
-}
+func newOp(value, method string) Op { return Op(ops.add(value, method)) }
 
 // The methods: their String is the value of AttrOperation, their Method the
 // Go method's name.
@@ -112,19 +95,13 @@ var (
 
 // Ops returns every operation, for an observer that precomputes per
 // operation.
-func Ops() []Op {
-	out := make([]Op, 0, len(ops)-1)
-	for o := range len(ops) - 1 {
-		out = append(out, Op(o+1))
-	}
-	return out
-}
+func Ops() []Op { return every[Op](ops) }
 
 // String returns the operation's attribute value: "lock", "try_lock"...
-func (o Op) String() string { return ops[o.index()].value }
+func (o Op) String() string { return ops.at(int(o)).value }
 
 // Method returns the Go method's name: "Lock", "TryLock"...
-func (o Op) Method() string { return ops[o.index()].method }
+func (o Op) Method() string { return ops.at(int(o)).name }
 
 // Acquires reports whether the operation is an acquisition: Lock, TryLock,
 // Acquire, TryAcquire, Campaign.
@@ -132,11 +109,35 @@ func (o Op) Acquires() bool {
 	return o == OpLock || o == OpTryLock || o == OpAcquire || o == OpTryAcquire || o == OpCampaign
 }
 
-func (o Op) index() int {
-	if int(o) >= len(ops) {
+func (o Op) index() int { return ops.index(int(o)) }
+
+// registry holds the rows of an enum made at run time (Kind, Op), by value;
+// row 0 is the unknown value, what an out-of-range value reads as.
+type registry []struct{ value, name string }
+
+// add appends a row and returns its index, the new value.
+func (r *registry) add(value, name string) int {
+	*r = append(*r, struct{ value, name string }{value, name})
+	return len(*r) - 1
+}
+
+// index is i if it is a row, else 0.
+func (r registry) index(i int) int {
+	if i < 0 || i >= len(r) {
 		return 0
 	}
-	return int(o)
+	return i
+}
+
+func (r registry) at(i int) struct{ value, name string } { return r[r.index(i)] }
+
+// every returns every value of the registry but the unknown one.
+func every[T ~uint8](r registry) []T {
+	out := make([]T, 0, len(r)-1)
+	for i := range len(r) - 1 {
+		out = append(out, T(i+1))
+	}
+	return out
 }
 
 // spanNames holds SpanName's answers, by kind and operation, made once by

@@ -66,8 +66,7 @@ func TestGaveUp(t *testing.T) {
 // timeout, fails with an error matching ErrNotAcquired and ctx's error, a
 // latch's Await too.
 func TestCtxEndedFirstAttempt(t *testing.T) {
-	f := newFakeLock()
-	c := newFakeClient(t, f)
+	f, c := newFakePair(t)
 	f.setHooks(fakeHooks{beforeAcquire: func(context.Context, lua.AcquireArgs) error { return ioTimeout }})
 	canceled, cancel := context.WithCancel(context.Background())
 	cancel()

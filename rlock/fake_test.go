@@ -103,25 +103,36 @@ func (f *fakeLock) countOf(field string, now time.Time) int64 {
 }
 
 func (f *fakeLock) acquire(ctx context.Context, a lua.AcquireArgs) (lua.AcquireReply, error) {
-	if err := ctx.Err(); err != nil {
-		return lua.AcquireReply{}, err // not sent
-	}
 	h := f.getHooks()
-	if h.beforeAcquire != nil {
-		if err := h.beforeAcquire(ctx, a); err != nil {
-			return lua.AcquireReply{}, err
+	return fakeCall(ctx, a, h.beforeAcquire, h.afterAcquire, func(a lua.AcquireArgs) lua.AcquireReply {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.acquireLocked(a)
+	})
+}
+
+// fakeCall is one call of a fake script, run: nothing is sent when ctx has
+// ended; the hooks before and after (when not nil) run around it and their
+// error is the call's; a caller whose ctx ended meanwhile gets ctx's error
+// though the script ran (it stopped waiting for the reply).
+func fakeCall[A, R any](ctx context.Context, a A, before func(context.Context, A) error, after func(A, R) error, run func(A) R) (R, error) {
+	var none R
+	if err := ctx.Err(); err != nil {
+		return none, err // not sent
+	}
+	if before != nil {
+		if err := before(ctx, a); err != nil {
+			return none, err
 		}
 	}
-	f.mu.Lock()
-	r := f.acquireLocked(a)
-	f.mu.Unlock()
-	if h.afterAcquire != nil {
-		if err := h.afterAcquire(a, r); err != nil {
-			return lua.AcquireReply{}, err
+	r := run(a)
+	if after != nil {
+		if err := after(a, r); err != nil {
+			return none, err
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return lua.AcquireReply{}, err // ran, but the caller stopped waiting for the reply
+		return none, err
 	}
 	return r, nil
 }
@@ -159,29 +170,15 @@ func (f *fakeLock) acquireLocked(a lua.AcquireArgs) lua.AcquireReply {
 }
 
 func (f *fakeLock) release(ctx context.Context, a lua.ReleaseArgs) (lua.ReleaseReply, error) {
-	if err := ctx.Err(); err != nil {
-		return lua.ReleaseReply{}, err // not sent
-	}
 	h := f.getHooks()
-	if h.beforeRelease != nil {
-		if err := h.beforeRelease(ctx, a); err != nil {
-			return lua.ReleaseReply{}, err
-		}
-	}
-	f.mu.Lock()
-	r := f.releaseLocked(a)
-	f.outcomes[r.Outcome]++
-	f.log = append(f.log, releaseRecord{args: a, reply: r})
-	f.mu.Unlock()
-	if h.afterRelease != nil {
-		if err := h.afterRelease(a, r); err != nil {
-			return lua.ReleaseReply{}, err
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return lua.ReleaseReply{}, err
-	}
-	return r, nil
+	return fakeCall(ctx, a, h.beforeRelease, h.afterRelease, func(a lua.ReleaseArgs) lua.ReleaseReply {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		r := f.releaseLocked(a)
+		f.outcomes[r.Outcome]++
+		f.log = append(f.log, releaseRecord{args: a, reply: r})
+		return r
+	})
 }
 
 // releaseLocked is release.lua. f.mu must be held.
@@ -374,6 +371,13 @@ func newFakeClient(t *testing.T, f *fakeLock, opts ...ClientOption) *Client {
 	t.Helper()
 	rdb, _ := noServer(t)
 	return newFakeClientOn(t, rdb, f, opts...)
+}
+
+// newFakePair returns a new fake lock and a client of it (newFakeClient).
+func newFakePair(t *testing.T, opts ...ClientOption) (*fakeLock, *Client) {
+	t.Helper()
+	f := newFakeLock()
+	return f, newFakeClient(t, f, opts...)
 }
 
 func newFakeClientOn(t *testing.T, rdb *redis.Client, f *fakeLock, opts ...ClientOption) *Client {

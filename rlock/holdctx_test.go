@@ -25,13 +25,20 @@ func requireEndedWith(t *testing.T, ctx context.Context, handleErr error, want e
 	require.ErrorIs(t, handleErr, want)
 }
 
+// fakeLease returns a client of a new fake lock and a lease of its mutex
+// name, taken by Lock with opts.
+func fakeLease(t *testing.T, name string, opts ...AcquireOption) (*Client, *Lease) {
+	t.Helper()
+	_, c := newFakePair(t)
+	l, err := c.NewMutex(name).Lock(testCtx(t), opts...)
+	require.NoError(t, err)
+	return c, l
+}
+
 // A Lease's Context is cancelled as the lease ends, by Unlock, with the
 // lease's reason as its cause, and leaves no watch behind.
 func TestLeaseContextUnlock(t *testing.T) {
-	f := newFakeLock()
-	c := newFakeClient(t, f)
-	l, err := c.NewMutex("ctx-unlock").Lock(testCtx(t))
-	require.NoError(t, err)
+	_, l := fakeLease(t, "ctx-unlock")
 	type key struct{}
 	ctx, cancel := l.Context(context.WithValue(context.Background(), key{}, "v"))
 	defer cancel()
@@ -47,10 +54,7 @@ func TestLeaseContextUnlock(t *testing.T) {
 // A lease lost (here at its deadline, with no renewal) cancels its Context
 // with ErrLockLost.
 func TestLeaseContextLost(t *testing.T) {
-	f := newFakeLock()
-	c := newFakeClient(t, f)
-	l, err := c.NewMutex("ctx-lost").TryLock(testCtx(t), WithLeaseTime(20*time.Millisecond))
-	require.NoError(t, err)
+	_, l := fakeLease(t, "ctx-lost", WithLeaseTime(20*time.Millisecond))
 	ctx, cancel := l.Context(context.Background())
 	defer cancel()
 	<-ctx.Done() // no one asks Err: the watchdog's deadline ends the lease
@@ -59,10 +63,7 @@ func TestLeaseContextLost(t *testing.T) {
 
 // Close cancels the Context of a lease it ends with ErrClosed.
 func TestLeaseContextClose(t *testing.T) {
-	f := newFakeLock()
-	c := newFakeClient(t, f)
-	l, err := c.NewMutex("ctx-close").Lock(testCtx(t))
-	require.NoError(t, err)
+	c, l := fakeLease(t, "ctx-close")
 	ctx, cancel := l.Context(context.Background())
 	defer cancel()
 	require.NoError(t, c.Close())
@@ -72,10 +73,7 @@ func TestLeaseContextClose(t *testing.T) {
 // cancel, or parent's end, cancels the ctx alone: the lease is still held, and
 // its watch is gone (at once with cancel, soon after parent's end).
 func TestLeaseContextCancelled(t *testing.T) {
-	f := newFakeLock()
-	c := newFakeClient(t, f)
-	l, err := c.NewMutex("ctx-cancel").Lock(testCtx(t))
-	require.NoError(t, err)
+	_, l := fakeLease(t, "ctx-cancel")
 
 	ctx, cancel := l.Context(context.Background())
 	cancel()
@@ -98,10 +96,7 @@ func TestLeaseContextCancelled(t *testing.T) {
 
 // The Context of a lease that has ended is cancelled at once.
 func TestLeaseContextAfterEnd(t *testing.T) {
-	f := newFakeLock()
-	c := newFakeClient(t, f)
-	l, err := c.NewMutex("ctx-after").Lock(testCtx(t))
-	require.NoError(t, err)
+	_, l := fakeLease(t, "ctx-after")
 	require.NoError(t, l.Unlock(context.Background()))
 	ctx, cancel := l.Context(context.Background())
 	defer cancel()
@@ -111,10 +106,7 @@ func TestLeaseContextAfterEnd(t *testing.T) {
 
 // A Leadership's Context is its lease's; a Permits' ends with the permits.
 func TestLeadershipAndPermitsContext(t *testing.T) {
-	f := newFakeLock()
-	c := newFakeClient(t, f)
-	l, err := c.NewMutex("ctx-lead").Lock(testCtx(t))
-	require.NoError(t, err)
+	_, l := fakeLease(t, "ctx-lead")
 	lead := &Leadership{lease: l}
 	ctx, cancel := lead.Context(context.Background())
 	defer cancel()
@@ -132,10 +124,7 @@ func TestLeadershipAndPermitsContext(t *testing.T) {
 
 // Many Contexts on one lease all end with it.
 func TestLeaseContextMany(t *testing.T) {
-	f := newFakeLock()
-	c := newFakeClient(t, f)
-	l, err := c.NewMutex("ctx-many").Lock(testCtx(t))
-	require.NoError(t, err)
+	_, l := fakeLease(t, "ctx-many")
 	var ctxs []context.Context
 	for range 10 {
 		ctx, cancel := l.Context(context.Background())

@@ -15,8 +15,7 @@ import (
 // lock free; a waiting Lock attempts again and returns a lease that is valid.
 func TestLateAcquisitionIsNotReturned(t *testing.T) {
 	const lease = 200 * time.Millisecond
-	f := newFakeLock()
-	c := newFakeClient(t, f)
+	f, c := newFakePair(t)
 	m := c.NewMutex("late")
 	late := true
 	f.setHooks(fakeHooks{afterAcquire: func(lua.AcquireArgs, lua.AcquireReply) error {
@@ -43,8 +42,7 @@ func TestLateAcquisitionIsNotReturned(t *testing.T) {
 // Err and Done never report a lease valid past its deadline, whether or not
 // the watchdog's goroutine has run.
 func TestLeaseErrAtDeadline(t *testing.T) {
-	f := newFakeLock()
-	c := newFakeClient(t, f)
+	_, c := newFakePair(t)
 	l, err := c.NewMutex("deadline").TryLock(testCtx(t), WithLeaseTime(20*time.Millisecond))
 	require.NoError(t, err)
 	require.NoError(t, l.Err())

@@ -31,6 +31,44 @@ func handing(c *Client, name string) *owner {
 	return nil
 }
 
+// newMutexTest returns a fake lock, a client of it, the client's mutex name
+// and a ctx for the test's calls.
+func newMutexTest(t *testing.T, name string) (*fakeLock, *Client, *Mutex, context.Context) {
+	t.Helper()
+	f, c := newFakePair(t)
+	return f, c, c.NewMutex(name), testCtx(t)
+}
+
+// unlockGated runs hl.Unlock(hctx) in a goroutine and holds its release in
+// the fake at the returned gate, once it entered; Unlock's error arrives on
+// the channel.
+func unlockGated(t *testing.T, f *fakeLock, c *Client, hctx context.Context, hl *Lease) (*gate, <-chan error) {
+	t.Helper()
+	hField := ownerFrom(hctx).field(c.id).String()
+	g := newGate(t)
+	f.setHooks(fakeHooks{beforeRelease: func(_ context.Context, a lua.ReleaseArgs) error {
+		if a.Field.String() == hField {
+			g.pass()
+		}
+		return nil
+	}})
+	unlocked := make(chan error, 1)
+	go func() { unlocked <- hl.Unlock(hctx) }()
+	g.waitEntered(t)
+	return g, unlocked
+}
+
+// requireNoErrorWithin fails unless ch delivers nil within 2 s; slow says so.
+func requireNoErrorWithin(t *testing.T, ch <-chan error, slow string) {
+	t.Helper()
+	select {
+	case err := <-ch:
+		require.NoError(t, err)
+	case <-time.After(2 * time.Second):
+		t.Fatal(slow)
+	}
+}
+
 // requireSettled waits until the fake lock is free and c's table is empty.
 func requireSettled(t *testing.T, f *fakeLock, c *Client) {
 	t.Helper()
@@ -41,11 +79,8 @@ func requireSettled(t *testing.T, f *fakeLock, c *Client) {
 // The holder's release hands the lock to the longest-waiting goroutine, in
 // arrival order, each time in the release's own round trip: no waiter attempts.
 func TestQueueFIFOHandOff(t *testing.T) {
-	f := newFakeLock()
-	c := newFakeClient(t, f)
 	const name = "fifo"
-	m := c.NewMutex(name)
-	ctx := testCtx(t)
+	f, c, m, ctx := newMutexTest(t, name)
 	hctx := WithOwner(ctx)
 	h, err := m.Lock(hctx)
 	require.NoError(t, err)
@@ -74,12 +109,7 @@ func TestQueueFIFOHandOff(t *testing.T) {
 	}
 	require.NoError(t, h.Unlock(hctx))
 	for range n {
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(2 * time.Second):
-			t.Fatal("the waiters did not all acquire and unlock within 2s")
-		}
+		requireNoErrorWithin(t, done, "the waiters did not all acquire and unlock within 2s")
 	}
 
 	require.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, order, "acquisition order = arrival order")
@@ -102,11 +132,8 @@ func TestQueueFIFOHandOff(t *testing.T) {
 // the releaser, finding it gone, gives the lock back, which hands it on to the
 // next waiter.
 func TestHandOffRacingCancellation(t *testing.T) {
-	f := newFakeLock()
-	c := newFakeClient(t, f)
 	const name = "race"
-	m := c.NewMutex(name)
-	ctx := testCtx(t)
+	f, c, m, ctx := newMutexTest(t, name)
 	hctx := WithOwner(ctx)
 	hl, err := m.Lock(hctx)
 	require.NoError(t, err)
@@ -121,16 +148,7 @@ func TestHandOffRacingCancellation(t *testing.T) {
 
 	hField := ownerFrom(hctx).field(c.id).String()
 	w1Field, w2Field := ownerFrom(w1ctx).field(c.id).String(), ownerFrom(w2ctx).field(c.id).String()
-	g := newGate(t)
-	f.setHooks(fakeHooks{beforeRelease: func(_ context.Context, a lua.ReleaseArgs) error {
-		if a.Field.String() == hField {
-			g.pass()
-		}
-		return nil
-	}})
-	unlocked := make(chan error, 1)
-	go func() { unlocked <- hl.Unlock(hctx) }()
-	g.waitEntered(t)
+	g, unlocked := unlockGated(t, f, c, hctx, hl)
 	require.Same(t, ownerFrom(w1ctx), handing(c, name), "the release hands the lock to the head")
 
 	cancel1()
@@ -145,12 +163,7 @@ func TestHandOffRacingCancellation(t *testing.T) {
 	}
 
 	g.release()
-	select {
-	case err := <-unlocked:
-		require.NoError(t, err)
-	case <-time.After(2 * time.Second):
-		t.Fatal("Unlock did not return within 2s")
-	}
+	requireNoErrorWithin(t, unlocked, "Unlock did not return within 2s")
 	r2 := result(t, w2, 2*time.Second)
 	require.NoError(t, r2.err)
 
@@ -307,11 +320,8 @@ func TestAttemptAfterConfirmation(t *testing.T) {
 // A local hold that ends without an unlock (here: lost) wakes the head at once,
 // although it sleeps until the hold's lease end and nothing is published.
 func TestLostHoldWakesHead(t *testing.T) {
-	f := newFakeLock()
-	c := newFakeClient(t, f)
 	const name = "lost"
-	m := c.NewMutex(name)
-	ctx := testCtx(t)
+	f, c, m, ctx := newMutexTest(t, name)
 	hctx := WithOwner(ctx)
 	hl, err := m.Lock(hctx, WithLeaseTime(time.Hour))
 	require.NoError(t, err)
@@ -368,14 +378,28 @@ func unknownSetup(t *testing.T, f *fakeLock, c *Client, name string) (hctx conte
 	return hctx, hl, wctx, cancelW, w
 }
 
+// loseThen is the hooks that lose the reply of hField's first release
+// (loseFirstReply) and run onW before each attempt of wField, which fails
+// with its error.
+func loseThen(hField, wField string, onW func() error) fakeHooks {
+	return fakeHooks{
+		afterRelease: loseFirstReply(hField, errLostReply),
+		beforeAcquire: func(_ context.Context, a lua.AcquireArgs) error {
+			if a.Field.String() == wField {
+				return onW()
+			}
+			return nil
+		},
+	}
+}
+
 var errLostReply = errors.New("connection reset (fake)")
 
 // A release that handed the lock over but whose reply was lost: Unlock fails, the
 // waiter's next attempt recognises the hand-off, and a retried Unlock is answered
 // by the latch.
 func TestReleaseUnknownOutcomeAfterHandOff(t *testing.T) {
-	f := newFakeLock()
-	c := newFakeClient(t, f)
+	f, c := newFakePair(t)
 	const name = "unknown"
 	hctx, hl, wctx, _, w := unknownSetup(t, f, c, name)
 	hField, wField := ownerFrom(hctx).field(c.id).String(), ownerFrom(wctx).field(c.id).String()
@@ -407,21 +431,12 @@ func TestReleaseUnknownOutcomeAfterHandOff(t *testing.T) {
 // The same, but W's ctx ends while its attempt is in flight: the attempt's reply
 // is lost too. Whatever W's Lock returns, the lock ends free.
 func TestReleaseUnknownOutcomeWaiterCancelledDuringAttempt(t *testing.T) {
-	f := newFakeLock()
-	c := newFakeClient(t, f)
+	f, c := newFakePair(t)
 	const name = "unknown-attempt"
 	hctx, hl, wctx, cancelW, w := unknownSetup(t, f, c, name)
 	hField, wField := ownerFrom(hctx).field(c.id).String(), ownerFrom(wctx).field(c.id).String()
 	g := newGate(t)
-	f.setHooks(fakeHooks{
-		afterRelease: loseFirstReply(hField, errLostReply),
-		beforeAcquire: func(_ context.Context, a lua.AcquireArgs) error {
-			if a.Field.String() == wField {
-				g.pass()
-			}
-			return nil
-		},
-	})
+	f.setHooks(loseThen(hField, wField, func() error { g.pass(); return nil }))
 
 	require.ErrorIs(t, hl.Unlock(hctx), errLostReply)
 	g.waitEntered(t) // W attempts, to settle the unknown outcome
@@ -474,8 +489,7 @@ func TestReleaseUnknownOutcomeWaiterCancelledAfterRelease(t *testing.T) {
 // W may hold; otherwise the lock stays held by W's field, which nobody in the
 // client knows about, until its lease runs out.
 func TestUnsureClearedByAttemptThatNeverRan(t *testing.T) {
-	f := newFakeLock()
-	c := newFakeClient(t, f)
+	f, c := newFakePair(t)
 	const name = "unsure"
 	hctx, hl, wctx, cancelW, w := unknownSetup(t, f, c, name)
 	hField, wField := ownerFrom(hctx).field(c.id).String(), ownerFrom(wctx).field(c.id).String()
@@ -483,16 +497,7 @@ func TestUnsureClearedByAttemptThatNeverRan(t *testing.T) {
 	// Another goroutine of W's owner tries the lock; its call is held in the
 	// fake, and then fails with an error reply, without effect.
 	g := newGate(t)
-	f.setHooks(fakeHooks{
-		afterRelease: loseFirstReply(hField, errLostReply),
-		beforeAcquire: func(_ context.Context, a lua.AcquireArgs) error {
-			if a.Field.String() == wField {
-				g.pass()
-				return replyError("ERR busy (fake)")
-			}
-			return nil
-		},
-	})
+	f.setHooks(loseThen(hField, wField, func() error { g.pass(); return replyError("ERR busy (fake)") }))
 	other := make(chan error, 1)
 	go func() {
 		_, err := c.NewMutex(name).TryLock(wctx)
@@ -526,20 +531,13 @@ func TestUnsureClearedByAttemptThatNeverRan(t *testing.T) {
 // step must keep e.unsure so that leave gives back what the failed release may
 // have handed W.
 func TestUnsureClearedByAttemptErrorReply(t *testing.T) {
-	f := newFakeLock()
-	c := newFakeClient(t, f)
+	f, c := newFakePair(t)
 	const name = "unsure-reply"
 	hctx, hl, wctx, _, w := unknownSetup(t, f, c, name)
 	hField, wField := ownerFrom(hctx).field(c.id).String(), ownerFrom(wctx).field(c.id).String()
-	f.setHooks(fakeHooks{
-		afterRelease: loseFirstReply(hField, errLostReply),
-		beforeAcquire: func(_ context.Context, a lua.AcquireArgs) error {
-			if a.Field.String() == wField {
-				return replyError("READONLY You can't write against a read only replica. (fake)")
-			}
-			return nil
-		},
-	})
+	f.setHooks(loseThen(hField, wField, func() error {
+		return replyError("READONLY You can't write against a read only replica. (fake)")
+	}))
 	require.ErrorIs(t, hl.Unlock(hctx), errLostReply) // handed to W, outcome unknown
 	r := result(t, w, 2*time.Second)
 	require.Error(t, r.err)
@@ -590,12 +588,7 @@ func TestHandOffStreakYieldsToOtherClients(t *testing.T) {
 	}
 	require.NoError(t, hl.Unlock(hctx))
 	for _, ch := range append(done, other) {
-		select {
-		case err := <-ch:
-			require.NoError(t, err)
-		case <-time.After(2 * time.Second):
-			t.Fatal("a waiter did not acquire and unlock within 2s")
-		}
+		requireNoErrorWithin(t, ch, "a waiter did not acquire and unlock within 2s")
 	}
 
 	log := f.releaseLog()
@@ -617,11 +610,8 @@ func TestHandOffStreakYieldsToOtherClients(t *testing.T) {
 
 // Close ends every wait with ErrClosed, at once.
 func TestCloseWhileWaiting(t *testing.T) {
-	f := newFakeLock()
-	c := newFakeClient(t, f)
 	const name = "close"
-	m := c.NewMutex(name)
-	ctx := testCtx(t)
+	f, c, m, ctx := newMutexTest(t, name)
 	hl, err := m.Lock(WithOwner(ctx), WithLeaseTime(time.Hour))
 	require.NoError(t, err)
 	w1 := lockAsync(WithOwner(ctx), m)
@@ -659,17 +649,7 @@ func TestCloseDuringHandOff(t *testing.T) {
 		require.NoError(t, err)
 		w := lockAsync(WithOwner(ctx), m)
 		require.Eventually(t, func() bool { return headSleeping(c, name, time.Second) }, 2*time.Second, tick)
-		hField := ownerFrom(hctx).field(c.id).String()
-		g := newGate(t)
-		f.setHooks(fakeHooks{beforeRelease: func(_ context.Context, a lua.ReleaseArgs) error {
-			if a.Field.String() == hField {
-				g.pass()
-			}
-			return nil
-		}})
-		unlocked := make(chan error, 1)
-		go func() { unlocked <- hl.Unlock(hctx) }()
-		g.waitEntered(t)
+		g, unlocked := unlockGated(t, f, c, hctx, hl)
 		require.NoError(t, c.Close())
 		g.release()
 		<-unlocked

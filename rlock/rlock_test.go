@@ -27,6 +27,17 @@ func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 }
 
 // noServer returns a client of a server that does not exist, and a counter of
+// noServerClient returns a client of noServer's, closed at the end of the
+// test, and the hook that counts what it sent.
+func noServerClient(t *testing.T) (*Client, *countHook) {
+	t.Helper()
+	rdb, sent := noServer(t)
+	c, err := New(rdb)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c, sent
+}
+
 // the commands it tried to send.
 func noServer(t *testing.T) (*redis.Client, *countHook) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
@@ -59,11 +70,9 @@ func TestNewValidatesOptions(t *testing.T) {
 }
 
 func TestBadInputFailsBeforeAnyRoundTrip(t *testing.T) {
-	rdb, sent := noServer(t)
-	c, err := New(rdb)
-	require.NoError(t, err)
-	defer c.Close()
+	c, sent := noServerClient(t)
 	ctx := WithOwner(context.Background())
+	var err error
 
 	// The empty name, and names whose channel and latches cannot share the
 	// name's cluster slot.
@@ -104,14 +113,11 @@ func TestBadInputFailsBeforeAnyRoundTrip(t *testing.T) {
 }
 
 func TestRedisDownIsAnErrorNotAHang(t *testing.T) {
-	rdb, _ := noServer(t)
-	c, err := New(rdb)
-	require.NoError(t, err)
-	defer c.Close()
+	c, _ := noServerClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	m := c.NewMutex("x")
-	_, err = m.TryLock(ctx)
+	_, err := m.TryLock(ctx)
 	require.Error(t, err)
 	require.False(t, errors.Is(err, ErrNotAcquired))
 	_, err = m.Lock(ctx)
@@ -169,17 +175,14 @@ func TestNewRejectsTypedNilClient(t *testing.T) {
 
 // A count that keeps changing under an owner's call is ErrConflict, on both sides.
 func TestConflictIsTyped(t *testing.T) {
-	rdb, _ := noServer(t)
-	c, err := New(rdb)
-	require.NoError(t, err)
-	defer c.Close()
+	c, _ := noServerClient(t)
 	ctx := WithOwner(context.Background())
 	m := c.NewMutex("x")
 
 	c.backend.acquire = func(_ context.Context, a lua.AcquireArgs) (lua.AcquireReply, error) {
 		return lua.AcquireReply{Resync: true, Count: a.Expected + 5}, nil
 	}
-	_, err = m.TryLock(ctx)
+	_, err := m.TryLock(ctx)
 	require.ErrorIs(t, err, ErrConflict)
 
 	c.backend.acquire = func(context.Context, lua.AcquireArgs) (lua.AcquireReply, error) {
@@ -204,10 +207,7 @@ func TestConflictIsTyped(t *testing.T) {
 // An attempt cut short by ctx (the round trip itself fails with ctx's error)
 // still matches ErrNotAcquired as well as ctx.Err(), and is undone.
 func TestAttemptCutByCtxMatchesNotAcquired(t *testing.T) {
-	rdb, _ := noServer(t)
-	c, err := New(rdb)
-	require.NoError(t, err)
-	defer c.Close()
+	c, _ := noServerClient(t)
 	var undos atomic.Int64
 	c.backend.acquire = func(ctx context.Context, _ lua.AcquireArgs) (lua.AcquireReply, error) {
 		<-ctx.Done()
@@ -235,11 +235,8 @@ func TestAttemptCutByCtxMatchesNotAcquired(t *testing.T) {
 // release that would fail the same way, after as long again), and its error
 // matches ErrUnreachable and says where Redis was expected.
 func TestRefusedAcquisitionIsNotUndone(t *testing.T) {
-	rdb, sent := noServer(t)
-	c, err := New(rdb)
-	require.NoError(t, err)
-	defer c.Close()
-	_, err = c.NewMutex("x").TryLock(context.Background())
+	c, sent := noServerClient(t)
+	_, err := c.NewMutex("x").TryLock(context.Background())
 	require.ErrorIs(t, err, ErrUnreachable)
 	require.Contains(t, err.Error(), `rlock: lock "x": cannot reach Redis at 127.0.0.1:1: `)
 	require.Equal(t, int64(1), sent.n.Load(), "one command: the acquisition, no undo")

@@ -1,11 +1,11 @@
 package watchdog
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,19 +16,23 @@ import (
 )
 
 // healthLog is a RenewObserver and RenewHealthObserver that passes on what
-// it hears, and a log buffer.
+// it hears, and a log: a file, which takes the watchdog's writes and the
+// test's reads at once.
 type healthLog struct {
 	ok        chan struct{}
 	failing   chan observe.RenewFailure
 	recovered chan observe.RenewRecovery
-
-	mu  sync.Mutex
-	buf bytes.Buffer
+	*os.File
 }
 
-func newHealthLog() *healthLog {
+func newHealthLog(t *testing.T) *healthLog {
+	f, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
 	return &healthLog{ok: make(chan struct{}, 100), failing: make(chan observe.RenewFailure, 100),
-		recovered: make(chan observe.RenewRecovery, 100)}
+		recovered: make(chan observe.RenewRecovery, 100), File: f}
 }
 
 func (l *healthLog) Renewed(o observe.RenewOutcome, _ int) {
@@ -42,16 +46,13 @@ func (l *healthLog) Renewed(o observe.RenewOutcome, _ int) {
 func (l *healthLog) RenewFailing(f observe.RenewFailure)    { l.failing <- f }
 func (l *healthLog) RenewRecovered(r observe.RenewRecovery) { l.recovered <- r }
 
-func (l *healthLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
+// String returns what was logged so far.
 func (l *healthLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
+	b, err := os.ReadFile(l.Name())
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
 }
 
 func recv[T any](t *testing.T, ch <-chan T, what string) T {
@@ -73,7 +74,7 @@ func TestRenewalFailuresAreTold(t *testing.T) {
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
 	defer rdb.Close()
-	obs := newHealthLog()
+	obs := newHealthLog(t)
 	const lease = 1500 * time.Millisecond
 	w := New(rdb, Options{Timeout: lease, Interval: 100 * time.Millisecond, Observer: obs,
 		Logger: slog.New(slog.NewTextHandler(obs, nil))})

@@ -78,6 +78,13 @@ func (n *fakeNode) primaryIs(string) bool                      { return false }
 func (n *fakeNode) close()                                     {}
 func (n *fakeNode) conn() pipeliner                            { return nil }
 
+// setDown makes looks not reach the node (down), or reach it again.
+func (n *fakeNode) setDown(down bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.down = down
+}
+
 func (n *fakeNode) tracks() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -181,6 +188,12 @@ func (tt *trackerTest) tick() time.Duration {
 	return next
 }
 
+// after advances the clock by d and ticks.
+func (tt *trackerTest) after(d time.Duration) time.Duration {
+	tt.clk.advance(d)
+	return tt.tick()
+}
+
 // watch watches a fixed lease of an hour on key, whose losses go to lost.
 func (tt *trackerTest) watch(key string, lost chan<- error) (*Hold, lua.Renewal) {
 	r := lua.Renewal{Key: key, Member: "owner:1"}
@@ -210,8 +223,7 @@ func seen(t *testing.T) (tt *trackerTest, a, b lua.Renewal, lost chan error) {
 	lost = make(chan error, 2)
 	_, a = tt.watch("a", lost)
 	_, b = tt.watch("b", lost)
-	tt.clk.advance(testDelay)
-	tt.tick()
+	tt.after(testDelay)
 	tt.looked(t, []lua.Renewal{a, b})
 	return tt, a, b, lost
 }
@@ -225,8 +237,7 @@ func TestTrackerLooksAtNewHoldAfterDelay(t *testing.T) {
 	if next < testDelay {
 		t.Fatalf("next tick in %v, before the new hold is due (%v)", next, testDelay)
 	}
-	tt.clk.advance(testDelay)
-	tt.tick()
+	tt.after(testDelay)
 	tt.looked(t, []lua.Renewal{r})
 }
 
@@ -236,8 +247,7 @@ func TestTrackerLooksAtNewHoldsTogether(t *testing.T) {
 	_, a := tt.watch("a", make(chan error, 1))
 	tt.clk.advance(testDelay / 2)
 	_, b := tt.watch("b", make(chan error, 1))
-	tt.clk.advance(testDelay)
-	tt.tick()
+	tt.after(testDelay)
 	tt.looked(t, []lua.Renewal{a, b})
 }
 
@@ -246,8 +256,7 @@ func TestTrackerSkipsHoldEndedYoung(t *testing.T) {
 	tt := newTrackerTest(t)
 	h, _ := tt.watch("k", make(chan error, 1))
 	h.Stop()
-	tt.clk.advance(testDelay)
-	tt.tick()
+	tt.after(testDelay)
 	tt.looked(t)
 }
 
@@ -268,8 +277,7 @@ func TestTrackerNewsLeavesNewHoldAlone(t *testing.T) {
 	tt.trk.changed([]string{"k"})
 	tt.tick()
 	tt.looked(t)
-	tt.clk.advance(testDelay)
-	tt.tick()
+	tt.after(testDelay)
 	tt.looked(t, []lua.Renewal{r})
 }
 
@@ -335,8 +343,7 @@ func TestTrackerSkipsRefusedNode(t *testing.T) {
 	tt := newTrackerTest(t)
 	tt.node.refused = true
 	tt.watch("k", make(chan error, 1))
-	tt.clk.advance(testDelay)
-	tt.tick()
+	tt.after(testDelay)
 	tt.trk.changed(nil)
 	tt.tick()
 	tt.looked(t)
@@ -346,21 +353,16 @@ func TestTrackerSkipsRefusedNode(t *testing.T) {
 // before, and the checker ticks by then.
 func TestTrackerRetriesUnreachedLook(t *testing.T) {
 	tt, a, _, _ := seen(t)
-	tt.node.mu.Lock()
-	tt.node.down = true
-	tt.node.mu.Unlock()
+	tt.node.setDown(true)
 	tt.trk.changed([]string{"a"})
 	tt.tick()
-	tt.node.mu.Lock()
-	tt.node.down = false
-	tt.node.mu.Unlock()
+	tt.node.setDown(false)
 	next := tt.tick()
 	tt.looked(t)
 	if next <= 0 || next > retryPause {
 		t.Fatalf("next tick in %v, want by retryPause (%v)", next, retryPause)
 	}
-	tt.clk.advance(retryPause)
-	tt.tick()
+	tt.after(retryPause)
 	tt.looked(t, []lua.Renewal{a})
 }
 
@@ -371,8 +373,7 @@ func TestTrackerUpdateLooksAgain(t *testing.T) {
 	tt.w.Holds(a)[0].Update(tt.clk.now().Add(time.Hour), false)
 	tt.tick()
 	tt.looked(t)
-	tt.clk.advance(testDelay)
-	tt.tick()
+	tt.after(testDelay)
 	tt.looked(t, []lua.Renewal{a})
 }
 
@@ -476,8 +477,7 @@ func TestTrackerReadsFollowedKey(t *testing.T) {
 	if got := tt.node.takeReads(); len(got) != 1 {
 		t.Fatalf("reads %v after two changes QuietFor/2 apart, want one", got)
 	}
-	tt.clk.advance(QuietFor)
-	tt.tick()
+	tt.after(QuietFor)
 	if got := tt.node.takeReads(); len(got) != 1 {
 		t.Fatalf("reads %v QuietFor after the busy change, want one", got)
 	}

@@ -28,17 +28,7 @@ var electHelp = help{
 // electCommand is "holdfast elect": "holdfast lock" on an election, whose
 // hold is a leadership (see docs/cli.md).
 func electCommand(ctx context.Context, args []string, io stdio) int {
-	cfg, fs, err := parseElect(args)
-	if err != nil {
-		return flagError(err, "elect", electHelp, fs, io.out, io.err)
-	}
-	if err := cfg.conn.check(io.env); err != nil {
-		return usageError(io.err, "elect", err)
-	}
-	if code := refuseName(io.err, "elect", "", cfg.name); code != exitOK {
-		return code
-	}
-	return runSession(ctx, cfg, io, "elect")
+	return sessionCommand(ctx, args, io, "elect", electHelp, parseElect)
 }
 
 // parseElect parses the arguments of "holdfast elect". The FlagSet is

@@ -63,17 +63,25 @@ var lockHelp = help{
 
 // lockCommand is "holdfast lock": see docs/cli.md.
 func lockCommand(ctx context.Context, args []string, io stdio) int {
-	cfg, fs, err := parseLock(args)
+	return sessionCommand(ctx, args, io, "lock", lockHelp, parseLock)
+}
+
+// sessionCommand runs the command name ("lock", "elect") whose arguments
+// parse reads: a session around a command (runSession), once the arguments,
+// the connection's settings and the name passed their checks.
+func sessionCommand(ctx context.Context, args []string, io stdio, name string, h help,
+	parse func([]string) (*lockConfig, *flag.FlagSet, error)) int {
+	cfg, fs, err := parse(args)
 	if err != nil {
-		return flagError(err, "lock", lockHelp, fs, io.out, io.err)
+		return flagError(err, name, h, fs, io.out, io.err)
 	}
 	if err := cfg.conn.check(io.env); err != nil {
-		return usageError(io.err, "lock", err)
+		return usageError(io.err, name, err)
 	}
-	if code := refuseName(io.err, "lock", cfg.nameKind(), cfg.name); code != exitOK {
+	if code := refuseName(io.err, name, cfg.nameKind(), cfg.name); code != exitOK {
 		return code
 	}
-	return runSession(ctx, cfg, io, cfg.cmd())
+	return runSession(ctx, cfg, io, name)
 }
 
 // runSession runs the session of cfg (lock, permits or election: lockSession)

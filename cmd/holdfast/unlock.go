@@ -140,26 +140,35 @@ func forceRelease(ctx context.Context, c *rlock.Client, rdb redis.UniversalClien
 			return exitBusy
 		}
 		ok, err := forceUnlockKind(ctx, c, st)
-		switch {
-		case errors.Is(err, rlock.ErrWrongType):
-			if line, ok := wrongTypeLine(ctx, rdb, name, ""); ok {
-				fmt.Fprintf(io.err, "holdfast unlock: %s; nothing released\n", line)
-				return exitDataErr
-			}
-			fmt.Fprintf(io.err, "holdfast unlock: %v\n", err)
-			return exitDataErr
-		case errors.Is(err, rlock.ErrInvalidArgument):
-			fmt.Fprintf(io.err, "holdfast unlock: %v\n", err)
-			return exitUsage
-		case err != nil:
-			return redisFailure(io, "unlock", err)
-		case ok:
+		if err != nil {
+			return releaseFailure(ctx, rdb, name, "", err, io)
+		}
+		if ok {
 			reportReleased(io.out, st)
 			return exitOK
 		}
 	}
 	fmt.Fprintf(io.err, "holdfast unlock: %s changed under each of %d attempts; nothing released, try again\n", name, forceAttempts)
 	return exitSoftware
+}
+
+// releaseFailure says why a forced release of name (as: a kind to inspect it
+// as, "" for its own) failed with err, and returns the exit code: exitDataErr
+// for a name that is not of the kind, exitUsage for an invalid argument.
+func releaseFailure(ctx context.Context, rdb redis.UniversalClient, name, as string, err error, io stdio) int {
+	switch {
+	case errors.Is(err, rlock.ErrWrongType):
+		if line, ok := wrongTypeLine(ctx, rdb, name, as); ok {
+			fmt.Fprintf(io.err, "holdfast unlock: %s; nothing released\n", line)
+			return exitDataErr
+		}
+		fmt.Fprintf(io.err, "holdfast unlock: %v\n", err)
+		return exitDataErr
+	case errors.Is(err, rlock.ErrInvalidArgument):
+		fmt.Fprintf(io.err, "holdfast unlock: %v\n", err)
+		return exitUsage
+	}
+	return redisFailure(io, "unlock", err)
 }
 
 // notLocked says why st cannot be force-released, if it cannot: done is then

@@ -45,18 +45,8 @@ func forceReleasePermit(ctx context.Context, c *rlock.Client, rdb redis.Universa
 	case errors.Is(err, rlock.ErrNoSuchPermit):
 		sayNoSuchPermit(io, name, id)
 		return exitOK
-	case errors.Is(err, rlock.ErrWrongType):
-		if line, ok := wrongTypeLine(ctx, rdb, name, kindPermits); ok {
-			fmt.Fprintf(io.err, "holdfast unlock: %s; nothing released\n", line)
-			return exitDataErr
-		}
-		fmt.Fprintf(io.err, "holdfast unlock: %v\n", err)
-		return exitDataErr
-	case errors.Is(err, rlock.ErrInvalidArgument):
-		fmt.Fprintf(io.err, "holdfast unlock: %v\n", err)
-		return exitUsage
 	case err != nil:
-		return redisFailure(io, "unlock", err)
+		return releaseFailure(ctx, rdb, name, kindPermits, err, io)
 	}
 	fmt.Fprintf(io.out, "force-released permit %s of %s (%s); announced on %s (%d subscribed)\n",
 		id, name, permitLeaseOf(p), st.Channel, st.Subscribers)

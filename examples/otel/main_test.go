@@ -7,9 +7,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -133,10 +133,10 @@ func TestListen(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var out syncBuffer
+	out := newFileOutput(t)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, "redis://"+srv.Addr, &out, config{listen: "127.0.0.1:0", workers: 3, rounds: 5, hold: time.Millisecond})
+		done <- run(ctx, "redis://"+srv.Addr, out, config{listen: "127.0.0.1:0", workers: 3, rounds: 5, hold: time.Millisecond})
 	}()
 
 	addr := regexp.MustCompile(`serving (http://\S+/metrics)`)
@@ -283,22 +283,26 @@ func get(t *testing.T, client *http.Client, url string) string {
 	return string(b)
 }
 
-// syncBuffer is a bytes.Buffer for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// fileOutput is the program's output in a file, which takes the program's
+// writes and the test's reads at once.
+type fileOutput struct{ *os.File }
+
+func newFileOutput(t *testing.T) fileOutput {
+	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return fileOutput{f}
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+// String returns what the program wrote so far.
+func (f fileOutput) String() string {
+	b, err := os.ReadFile(f.Name())
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
 }
 
 // seriesOf returns the holdfast_* series in a Prometheus text output: the

@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,36 +14,31 @@ import (
 	"github.com/holdfast-go/holdfast/rlock"
 )
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestRun stops an embedded Redis under the program's lock: slog.Default()
 // (the client's logger when none is given) hears a failed renewal naming the
 // lock with its lease left, then the loss, and nothing before the stop.
 func TestRun(t *testing.T) {
-	var logs lockedBuffer
+	// A file takes the program's writes and the test's reads at once.
+	logs, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logs.Close()
+	logged := func() string {
+		b, err := os.ReadFile(logs.Name())
+		if err != nil {
+			t.Error(err)
+		}
+		return string(b)
+	}
 	old := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+	slog.SetDefault(slog.New(slog.NewTextHandler(logs, nil)))
 	t.Cleanup(func() { slog.SetDefault(old) })
 
 	mr := miniredis.RunT(t)
 	var out bytes.Buffer
-	err := run(context.Background(), "redis://"+mr.Addr(), 2*time.Second, &out, func(string) {
-		if s := logs.String(); s != "" {
+	err = run(context.Background(), "redis://"+mr.Addr(), 2*time.Second, &out, func(string) {
+		if s := logged(); s != "" {
 			t.Errorf("logged before the outage:\n%s", s)
 		}
 		mr.Close()
@@ -50,7 +46,7 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := logs.String()
+	got := logged()
 	t.Logf("log:\n%s", got)
 	for _, want := range []string{
 		`level=WARN msg=holdfast.watchdog.renewal holdfast.outcome=failed holdfast.kind=mutex holdfast.name=outage:demo holdfast.lease_left=`,

@@ -3,23 +3,12 @@ package main
 import (
 	"context"
 	"testing"
-
-	"github.com/alicebob/miniredis/v2"
-	"github.com/holdfast-go/holdfast/rlock"
-	"github.com/redis/go-redis/v9"
 )
 
 // TestShipOrder runs the README's first example against an embedded Redis: it
 // takes the lock, runs the work under a live ctx and leaves the lock free.
 func TestShipOrder(t *testing.T) {
-	mr := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	defer rdb.Close()
-	c, err := rlock.New(rdb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	mr, c := newTestClient(t)
 	if err := shipOrder(context.Background(), c); err != nil {
 		t.Fatalf("shipOrder: %v", err)
 	}

@@ -69,17 +69,25 @@ func readmeShows(t *testing.T, file, fn string) {
 	}
 }
 
-// TestNightly runs the README's synchronizer example against an embedded
-// Redis: it gives back every permit it took and leaves the latch open.
-func TestNightly(t *testing.T) {
+// newTestClient returns an embedded Redis and a client of it, both closed
+// at the end of the test.
+func newTestClient(t *testing.T) (*miniredis.Miniredis, *rlock.Client) {
+	t.Helper()
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	defer rdb.Close()
+	t.Cleanup(func() { rdb.Close() })
 	c, err := rlock.New(rdb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
+	return mr, c
+}
+
+// TestNightly runs the README's synchronizer example against an embedded
+// Redis: it gives back every permit it took and leaves the latch open.
+func TestNightly(t *testing.T) {
+	mr, c := newTestClient(t)
 	ctx := context.Background()
 	if err := nightly(ctx, c); err != nil {
 		t.Fatalf("nightly: %v", err)

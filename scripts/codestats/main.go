@@ -27,6 +27,7 @@ import (
 	"go/parser"
 	"go/token"
 	"go/types"
+	"iter"
 	"os"
 	"path/filepath"
 	"sort"
@@ -110,15 +111,9 @@ type fn struct {
 
 func (p *pkg) funcs() []fn {
 	var out []fn
-	for fname, f := range p.files {
-		for _, d := range f.Decls {
-			fd, ok := d.(*ast.FuncDecl)
-			if !ok || fd.Body == nil {
-				continue
-			}
-			lines := p.fset.Position(fd.End()).Line - p.fset.Position(fd.Pos()).Line + 1
-			out = append(out, fn{name: fname + ":" + funcName(fd), lines: lines, complexity: complexity(fd)})
-		}
+	for fname, fd := range p.bodies() {
+		lines := p.fset.Position(fd.End()).Line - p.fset.Position(fd.Pos()).Line + 1
+		out = append(out, fn{name: fname + ":" + funcName(fd), lines: lines, complexity: complexity(fd)})
 	}
 	return out
 }
@@ -299,26 +294,33 @@ func largestSCC(edges map[string]map[string]bool) (int, []string) {
 // ctx.Done().
 func (p *pkg) waitLoops() []string {
 	var out []string
-	for fname, f := range p.files {
-		for _, d := range f.Decls {
-			fd, ok := d.(*ast.FuncDecl)
-			if !ok || fd.Body == nil {
-				continue
+	for fname, fd := range p.bodies() {
+		found := false
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			if loop, ok := n.(*ast.ForStmt); ok && selectsOnDone(loop.Body) {
+				found = true
 			}
-			found := false
-			ast.Inspect(fd.Body, func(n ast.Node) bool {
-				if loop, ok := n.(*ast.ForStmt); ok && selectsOnDone(loop.Body) {
-					found = true
-				}
-				return !found
-			})
-			if found {
-				out = append(out, fname+":"+funcName(fd))
-			}
+			return !found
+		})
+		if found {
+			out = append(out, fname+":"+funcName(fd))
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// bodies yields the functions with a body, with the name of their file.
+func (p *pkg) bodies() iter.Seq2[string, *ast.FuncDecl] {
+	return func(yield func(string, *ast.FuncDecl) bool) {
+		for fname, f := range p.files {
+			for _, d := range f.Decls {
+				if fd, ok := d.(*ast.FuncDecl); ok && fd.Body != nil && !yield(fname, fd) {
+					return
+				}
+			}
+		}
+	}
 }
 
 func selectsOnDone(body *ast.BlockStmt) bool {
