@@ -68,7 +68,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer srv.Stop()
-	res := &results{Started: srv.Started, Env: srv.Env, Libs: selected, Opts: o}
+	res := &results{Started: srv.Started, Env: srv.Env, Link: srv.Link, Libs: selected, Opts: o}
 
 	log.Printf("uncontended: %d rounds × %d cycles per library", o.Rounds, o.Cycles)
 	if res.Uncontended, err = runUncontended(ctx, srv.Server, selected, o.Rounds, o.Cycles); err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/bench/internal/libs"
+	"github.com/holdfast-go/holdfast/bench/internal/link"
 	"github.com/holdfast-go/holdfast/bench/internal/plotting"
 	"github.com/holdfast-go/holdfast/bench/internal/report"
 	"github.com/holdfast-go/holdfast/bench/internal/stats"
@@ -16,6 +17,7 @@ type results struct {
 	Started     time.Time
 	Elapsed     time.Duration
 	Env         report.Facts
+	Link        link.Info
 	Libs        []libs.Library
 	Opts        options
 	Uncontended []*uncontendedStats
@@ -165,6 +167,7 @@ func ratioCell(hv, pv float64, peer string) string {
 func renderMarkdown(r *results, plots []plotting.Ref) string {
 	var b report.MD
 	b.WriteString(report.Header("Performance", "`bench/cmd/holdfast-bench` (`make bench-docs`)", r.Started, r.Elapsed, r.Opts.Quick))
+	b.P("\n%s.\n\n", r.Link.Line())
 	b.P("The machine is small (2 cores) and shared: absolute numbers drift from run to run, so every target is a ratio " +
 		"measured in the same run, libraries interleaved (each case starts with another library).\n\n")
 
@@ -546,12 +549,13 @@ func (r *results) summary() any {
 		Started     time.Time
 		Elapsed     time.Duration
 		Env         report.Facts
+		Link        link.Info
 		Targets     []target
 		KindTargets []target
 		Uncontended []unc
 		ReadLock    []thr
 		Contended   []con
-	}{Started: r.Started, Elapsed: r.Elapsed, Env: r.Env, Targets: r.targets(), KindTargets: r.kindTargets()}
+	}{Started: r.Started, Elapsed: r.Elapsed, Env: r.Env, Link: r.Link, Targets: r.targets(), KindTargets: r.kindTargets()}
 	for _, t := range r.ReadLock {
 		out.ReadLock = append(out.ReadLock, thr{t, t.Cycle.Summary()})
 	}
