@@ -109,7 +109,19 @@ func durCol(head string, f func(*runStats) (time.Duration, bool)) metricCol {
 	}
 }
 
-func contendedCols(c contendedCase) []metricCol {
+// fifoFloor is the least waiter wait a FIFO lock can give in case c over a
+// link whose PING p50 is ping (0: unknown): a waiter among the P·G
+// goroutines waits for the P·G − 1 others, each holding for the critical
+// section and handing off, and a hand-off to another process is at least a
+// publish delivery plus one round trip (an acquisition), taken as 1.5 ×
+// PING p50.
+func fifoFloor(c contendedCase, ping time.Duration) time.Duration {
+	return time.Duration(c.Total()-1) * (c.CS + ping*3/2)
+}
+
+// contendedCols returns the columns of case c's table; ping is the PING
+// p50 through the run's link, for the FIFO floor (see fifoFloor).
+func contendedCols(c contendedCase, ping time.Duration) []metricCol {
 	f2 := func(v float64) string { return fmt.Sprintf("%.2f", v) }
 	cols := []metricCol{
 		{head: "acq/s", value: func(rs *runStats) (float64, bool) { return rs.AcqPerSec, true },
@@ -132,6 +144,18 @@ func contendedCols(c contendedCase) []metricCol {
 		}),
 		durCol("waiter wait p50", func(rs *runStats) (time.Duration, bool) { return rs.Wait.P(0.5), rs.Wait.N() > 0 }),
 		durCol("waiter wait p99", func(rs *runStats) (time.Duration, bool) { return rs.Wait.P(0.99), rs.Wait.N() > 0 }),
+		metricCol{head: "FIFO floor", text: func(*runStats) string {
+			if ping <= 0 {
+				return "—"
+			}
+			return report.Duration(fifoFloor(c, ping))
+		}},
+		metricCol{head: "wait p99 ÷ floor", text: func(rs *runStats) string {
+			if ping <= 0 || rs.Wait.N() == 0 {
+				return "—"
+			}
+			return report.DurationRatio(rs.Wait.P(0.99), fifoFloor(c, ping)) + "×"
+		}},
 		metricCol{head: "waiters / Lock calls", text: func(rs *runStats) string {
 			return fmt.Sprintf("%d / %d", rs.Wait.N(), rs.Calls)
 		}},
@@ -231,6 +255,11 @@ func renderMarkdown(r *results, plots []plotting.Ref) string {
 		"holder's `Lock` return and `Unlock` return), or another acquisition returned between the call and its return, or the call did not " +
 		"acquire. *waiters / Lock calls* gives their share. The classification uses only the harness's timestamps, so it treats every library alike; " +
 		"a call that hits its deadline counts with its full wait.\n")
+	b.P("- **FIFO floor**, **wait p99 ÷ floor**: the least waiter wait p99 a first-come-first-served lock can give over this run's link " +
+		"(its PING p50 in the header): a waiter among the P·G goroutines waits for the P·G − 1 ahead of it, each holding for the critical section h " +
+		"and handing off; an acquisition costs at least one round trip (PING p50) and a hand-off to another process at least a publish delivery " +
+		"plus one round trip, taken as 1.5 × PING p50. Floor = (P·G − 1) · (h + 1.5 × PING p50). A lock that lets releasers re-acquire " +
+		"(barging) can beat it on average but not for its unlucky waiters; the ratio says how far a library's tail is from the FIFO bound.\n")
 	b.P("- **Release → waiter**: for every `Unlock` return while other goroutines had `Lock` calls waiting, the time until one of " +
 		"*those* goroutines' `Lock` returns, however often the lock changed hands (or went back to the releaser) in between; " +
 		"censored at the window's end. Where nobody barges it equals the hand-off; with polling it shows the cost of the poll interval " +
@@ -384,7 +413,7 @@ func renderCase(b *report.MD, r *results, c contendedCase) {
 		procs = fmt.Sprintf("%d processes", c.Procs)
 	}
 	b.P("\n#### %d × %d goroutines (%s), %d ms\n\n", c.Procs, c.Goroutines, procs, c.CS.Milliseconds())
-	cols := contendedCols(c)
+	cols := contendedCols(c, r.Link.PingP50)
 	b.P("| library |")
 	for _, col := range cols {
 		b.P(" %s |", col.head)
@@ -544,6 +573,7 @@ func (r *results) summary() any {
 	type con struct {
 		*runStats
 		Handoff, HandoffCrossProcess, ReleaseToWaiter, Wait stats.Summary
+		FIFOFloor                                           time.Duration
 	}
 	out := struct {
 		Started     time.Time
@@ -563,7 +593,7 @@ func (r *results) summary() any {
 		out.Uncontended = append(out.Uncontended, unc{u, u.Lat.Summary()})
 	}
 	for _, c := range r.Contended {
-		out.Contended = append(out.Contended, con{c, c.Handoff.Summary(), c.HandoffX.Summary(), c.ReleaseToWaiter.Summary(), c.Wait.Summary()})
+		out.Contended = append(out.Contended, con{c, c.Handoff.Summary(), c.HandoffX.Summary(), c.ReleaseToWaiter.Summary(), c.Wait.Summary(), fifoFloor(c.Case, r.Link.PingP50)})
 	}
 	return out
 }
