@@ -86,13 +86,16 @@ func run(ctx context.Context, o options) error {
 	}
 	if o.contended {
 		cpu0, t0 := harness.ProcessCPU(), time.Now()
+		chunks0, _ := srv.LinkForwarded()
 		res.Contended = harness.Matrix(cases, selected, func(c contendedCase, lib libs.Library) *runStats {
 			return runCase(ctx, srv.Server, lib, c, o)
 		})
 		// The coordinator's CPU over the contended runs: its own work
 		// (starting workers, INFO, the analysis) plus the link's proxy, which
 		// every byte of the workers crosses.
-		log.Printf("contended: coordinator CPU %s in %.1f s (link %s)", harness.ProcessCPU()-cpu0, time.Since(t0).Seconds(), srv.Link.Profile)
+		chunks, _ := srv.LinkForwarded()
+		log.Printf("contended: coordinator CPU %s in %.1f s (link %s, %d chunks forwarded)",
+			harness.ProcessCPU()-cpu0, time.Since(t0).Seconds(), srv.Link.Profile, chunks-chunks0)
 	}
 	res.Elapsed = srv.Elapsed()
 	return writeReport(res, o.Output())

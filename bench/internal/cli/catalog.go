@@ -106,6 +106,15 @@ func (s *Server) Stop() {
 	s.Server.Stop()
 }
 
+// LinkForwarded returns the chunks and bytes the link's proxy has
+// forwarded (0, 0 without a proxy).
+func (s *Server) LinkForwarded() (chunks, bytes int64) {
+	if s.proxy == nil {
+		return 0, 0
+	}
+	return s.proxy.Forwarded()
+}
+
 // linkPings is how many PINGs StartServer sends through the link.
 const linkPings = 200
 

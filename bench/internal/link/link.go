@@ -11,7 +11,7 @@
 // and then writes every chunk that is due in one write. Nothing spins or
 // polls: an idle link costs no CPU, a busy one a read, a write and at most
 // one timer per chunk. With no delay (profile proxy) each direction is a
-// plain copy.
+// plain read-write loop.
 //
 // Sleeps here last at least about a millisecond (timers shorter than that
 // take 1.06–1.15 ms), and the kernel has no netem: a delaying profile cannot
@@ -20,11 +20,11 @@ package link
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -91,7 +91,13 @@ type Link struct {
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
 	closed bool
+
+	chunks, bytes atomic.Int64
 }
+
+// Forwarded returns how many chunks (reads) and bytes the link has
+// forwarded, both directions together.
+func (l *Link) Forwarded() (chunks, bytes int64) { return l.chunks.Load(), l.bytes.Load() }
 
 // Start listens on a free port of 127.0.0.1 and forwards each connection to
 // target, delaying the bytes by delay each way.
@@ -194,10 +200,21 @@ func (l *Link) serve(client net.Conn) {
 // when src or dst fails (or ends).
 func (l *Link) forward(dst, src net.Conn, end func()) {
 	defer l.wg.Done()
+	buf := make([]byte, 64<<10)
 	if l.delay <= 0 {
-		_, _ = io.Copy(dst, src)
-		end()
-		return
+		defer end()
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				l.count(n)
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
 	}
 	// The writer, not the reader, ends the connection: what the reader
 	// queued before src ended still arrives, on time.
@@ -209,16 +226,21 @@ func (l *Link) forward(dst, src net.Conn, end func()) {
 		q.write(dst, l.done)
 	}()
 	defer q.close()
-	buf := make([]byte, 64<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
+			l.count(n)
 			q.push(time.Now().Add(l.delay), append([]byte(nil), buf[:n]...))
 		}
 		if err != nil {
 			return
 		}
 	}
+}
+
+func (l *Link) count(n int) {
+	l.chunks.Add(1)
+	l.bytes.Add(int64(n))
 }
 
 // chunk is bytes read from one side, due on the other at deadline.
