@@ -70,9 +70,9 @@ func renderSection(r *results, plots map[string]plotting.Ref) string {
 	b.P("%s. ", report.Generated("`bench/cmd/scale-bench` (`make bench-scale`; `make bench-docs` runs it after `holdfast-bench` and puts this section into performance.md)",
 		r.Started, r.Elapsed))
 	b.P("The machine has 2 cores and is shared with other work (%s): absolute figures drift from run to run; the shapes of the curves are the point. ", r.cpuFact())
-	b.P("Each library with the settings of [Libraries and settings](performance.md#libraries-and-settings); holdfast is its `Mutex`. ")
-	b.P("The %s.\n", r.Link.Line())
+	b.P("Each library with the settings of [Libraries and settings](performance.md#libraries-and-settings); holdfast is its `Mutex`.\n")
 	b.WriteString(report.QuickNote(r.Quick))
+	b.P("\n%s.\n", r.Link.Line())
 	r.renderBends(&b)
 	r.renderProcs(&b, plots)
 	r.renderNames(&b, plots)
