@@ -85,17 +85,15 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	if o.contended {
-		cpu0, t0 := harness.ProcessCPU(), time.Now()
-		chunks0, _ := srv.LinkForwarded()
+		cpu0, linkCPU0, t0 := harness.ProcessCPU(), srv.LinkCPU(), time.Now()
 		res.Contended = harness.Matrix(cases, selected, func(c contendedCase, lib libs.Library) *runStats {
 			return runCase(ctx, srv.Server, lib, c, o)
 		})
-		// The coordinator's CPU over the contended runs: its own work
-		// (starting workers, INFO, the analysis) plus the link's proxy, which
-		// every byte of the workers crosses.
-		chunks, _ := srv.LinkForwarded()
-		log.Printf("contended: coordinator CPU %s in %.1f s (link %s, %d chunks forwarded)",
-			harness.ProcessCPU()-cpu0, time.Since(t0).Seconds(), srv.Link.Profile, chunks-chunks0)
+		// The coordinator's CPU over the contended runs (starting workers,
+		// INFO, the analysis) and the link process's, which every byte of
+		// the workers crosses.
+		log.Printf("contended: coordinator CPU %s, link process CPU %s (link %s) in %.1f s",
+			harness.ProcessCPU()-cpu0, srv.LinkCPU()-linkCPU0, srv.Link.Profile, time.Since(t0).Seconds())
 	}
 	res.Elapsed = srv.Elapsed()
 	return writeReport(res, o.Output())

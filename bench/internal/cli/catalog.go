@@ -95,24 +95,29 @@ type Server struct {
 	Direct string
 
 	start time.Time
-	proxy *link.Link
+	proxy *link.Process
 }
 
-// Stop closes the link's proxy, if any, and stops the server.
+// Stop ends the link's proxy process, if any (logging what it forwarded
+// and its CPU time), and stops the server.
 func (s *Server) Stop() {
 	if s.proxy != nil {
-		_ = s.proxy.Close()
+		if err := s.proxy.Close(); err != nil {
+			log.Printf("link process: %v", err)
+		}
+		log.Printf("link %s: %d chunks, %d bytes forwarded; link process CPU %s",
+			s.Link.Profile, s.proxy.Chunks, s.proxy.Bytes, s.proxy.CPU().Round(time.Millisecond))
 	}
 	s.Server.Stop()
 }
 
-// LinkForwarded returns the chunks and bytes the link's proxy has
-// forwarded (0, 0 without a proxy).
-func (s *Server) LinkForwarded() (chunks, bytes int64) {
+// LinkCPU returns the CPU time the link's proxy process has used so far
+// (10 ms steps; 0 without a proxy).
+func (s *Server) LinkCPU() time.Duration {
 	if s.proxy == nil {
-		return 0, 0
+		return 0
 	}
-	return s.proxy.Forwarded()
+	return s.proxy.CPU()
 }
 
 // linkPings is how many PINGs StartServer sends through the link.
@@ -120,7 +125,9 @@ const linkPings = 200
 
 // StartServer starts a private redis-server from f.RedisBin (see
 // redisserver.Start) behind the link f.Link, measures PING through the
-// link and logs both. The caller stops the server.
+// link and logs both. The link's proxy runs in a process of its own (the
+// binary re-executed, see link.StartProcess), so that its CPU time and
+// allocations stay out of the coordinator's. The caller stops the server.
 func StartServer(f *Flags) (*Server, error) {
 	start := time.Now()
 	prof, err := link.Lookup(f.Link)
@@ -133,7 +140,7 @@ func StartServer(f *Flags) (*Server, error) {
 	}
 	s := &Server{Server: srv, Started: start.UTC(), Env: report.Machine(srv.Version(), f.RedisBin), Direct: srv.Addr, start: start}
 	if prof.Proxy {
-		if s.proxy, err = link.Start(srv.Addr, prof.Delay); err != nil {
+		if s.proxy, err = link.StartProcess(srv.Addr, prof.Delay); err != nil {
 			srv.Stop()
 			return nil, fmt.Errorf("link %s: %w", prof.Name, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/bench/internal/harness"
+	"github.com/holdfast-go/holdfast/bench/internal/link"
 	"github.com/holdfast-go/holdfast/bench/internal/report"
 )
 
@@ -41,12 +42,16 @@ type Flags struct {
 	defaults []func() // set what is still zero after parsing
 }
 
-// Setup sets the log up for the command name (no time stamps, the name as
-// the prefix) and, in a worker process (harness.ServeWorker), serves the
+// Setup, in a link process (link.ServeProcess), serves the link and exits.
+// Otherwise it sets the log up for the command name (no time stamps, the
+// name as the prefix) and, in a worker process (harness.ServeWorker), serves the
 // run with serve and exits. Otherwise it registers -out (out says what the
 // directory is for), -quick (quick says what it shortens), -redis-server,
 // -link and, unless json is empty, -json (json says what is written).
 func (f *Flags) Setup(name, out, quick, json string, serve func(harness.Config) error) {
+	if link.ServeProcess() {
+		os.Exit(0)
+	}
 	log.SetFlags(0)
 	log.SetPrefix(name + ": ")
 	if serve != nil && harness.ServeWorker(serve) {

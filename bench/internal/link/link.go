@@ -13,6 +13,9 @@
 // one timer per chunk. With no delay (profile proxy) each direction is a
 // plain read-write loop.
 //
+// The benchmarks run the proxy in a process of its own (StartProcess), so
+// that its CPU time and allocations do not count as the coordinator's.
+//
 // Sleeps here last at least about a millisecond (timers shorter than that
 // take 1.06–1.15 ms), and the kernel has no netem: a delaying profile cannot
 // be faster than about 2.5 ms per round trip.

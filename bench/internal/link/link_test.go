@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"runtime"
 	"sync"
@@ -230,4 +231,41 @@ func TestPingProfiles(t *testing.T) {
 			t.Errorf("%s: PING p50 %v, want about %v", p.Name, info.PingP50, 2*p.Delay)
 		}
 	}
+}
+
+func TestMain(m *testing.M) {
+	if ServeProcess() {
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestProcess runs the link in a process of its own (the test binary
+// re-executed) and checks a delayed round trip, the counts and the CPU.
+func TestProcess(t *testing.T) {
+	const d = 2 * time.Millisecond
+	p, err := StartProcess(echoServer(t), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, p.Addr())
+	r := bufio.NewReader(c)
+	t0 := time.Now()
+	for i := range 10 {
+		fmt.Fprintf(c, "req %d\n", i)
+		if line, err := r.ReadString('\n'); err != nil || line != fmt.Sprintf("req %d\n", i) {
+			t.Fatalf("reply %d: %q, %v", i, line, err)
+		}
+	}
+	if el := time.Since(t0); el < 10*2*d {
+		t.Errorf("10 round trips took %v, want ≥ %v", el, 10*2*d)
+	}
+	_ = c.Close()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if p.Chunks < 20 || p.Bytes != 2*int64(len("req 0\n")*10) {
+		t.Errorf("forwarded %d chunks, %d bytes; want ≥ 20 chunks, %d bytes", p.Chunks, p.Bytes, 2*len("req 0\n")*10)
+	}
+	t.Logf("link process: %d chunks, %d bytes, CPU %v", p.Chunks, p.Bytes, p.CPU())
 }
