@@ -21,6 +21,13 @@ BENCHARGS ?=
 # Where `make bench` writes performance.md and img/ (bench/out/ is gitignored);
 # `make bench-docs` writes docs/ instead, the tracked report.
 BENCH_OUT ?= $(CURDIR)/bench/out
+# The link between the benchmarks' clients and their private redis-server (bench, bench-semaphore,
+# bench-loss, bench-scale; -link): loopback (the default: direct, PING 20–60 µs), proxy (a forwarding
+# proxy, no added delay), slow (a proxy delaying each chunk 1 ms each way, PING about 2.3 ms) or
+# slower (2 ms each way, PING about 4.5 ms), e.g. `make bench LINK=slow`. Each report's header gives
+# the link and the PING measured through it; see "Link" in docs/performance.md's Definitions.
+LINK ?=
+LINKFLAG = $(if $(LINK),-link $(LINK))
 
 GOFILES = $(shell find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*')
 
@@ -107,9 +114,10 @@ release-check:
 	@GO='$(GO)' bash scripts/release-check.sh
 
 ## bench: run the benchmark tool (about 4 minutes), then bench-semaphore, writing to $(BENCH_OUT),
-## leaving the tracked docs/performance.md alone.
+## leaving the tracked docs/performance.md alone. LINK=slow (or proxy, slower) runs them, like
+## bench-loss and bench-scale, over a slower link (see LINK above).
 bench:
-	cd bench && $(GO) run ./cmd/holdfast-bench -out $(abspath $(BENCH_OUT)) $(BENCHARGS)
+	cd bench && $(GO) run ./cmd/holdfast-bench -out $(abspath $(BENCH_OUT)) $(LINKFLAG) $(BENCHARGS)
 	@echo "bench: report in $(abspath $(BENCH_OUT))/performance.md; \`make bench-docs\` updates docs/performance.md and docs/img/"
 	$(MAKE) bench-semaphore BENCH_OUT=$(abspath $(BENCH_OUT))
 
@@ -118,7 +126,7 @@ bench:
 ## benchmarks of the uncontended cycles (integration/bench_test.go).
 SEMBENCHARGS ?=
 bench-semaphore:
-	cd bench && $(GO) run ./cmd/semaphore-bench -out $(abspath $(BENCH_OUT)) $(SEMBENCHARGS)
+	cd bench && $(GO) run ./cmd/semaphore-bench -out $(abspath $(BENCH_OUT)) $(LINKFLAG) $(SEMBENCHARGS)
 	cd integration && $(GO) test -run '^$$' -bench 'Semaphore' -benchtime 2000x .
 
 ## bench-loss: how soon a holder learns its lock was deleted, holdfast against rueidislock, and what
@@ -126,7 +134,7 @@ bench-semaphore:
 ## $(BENCH_OUT)/loss.md.
 LOSSBENCHARGS ?=
 bench-loss:
-	cd bench && $(GO) run ./cmd/loss-bench -out $(abspath $(BENCH_OUT)) $(LOSSBENCHARGS)
+	cd bench && $(GO) run ./cmd/loss-bench -out $(abspath $(BENCH_OUT)) $(LINKFLAG) $(LOSSBENCHARGS)
 
 ## bench-scale: how cost grows, holdfast beside the peers (about 8 minutes; arguments in
 ## SCALEBENCHARGS): processes on one lock (1–32 × 4 goroutines), names (1–10,000, 64
@@ -135,7 +143,7 @@ bench-loss:
 ## ("How cost grows") into $(BENCH_OUT)/performance.md when that file is there.
 SCALEBENCHARGS ?=
 bench-scale:
-	cd bench && $(GO) run ./cmd/scale-bench -out $(abspath $(BENCH_OUT)) $(SCALEBENCHARGS)
+	cd bench && $(GO) run ./cmd/scale-bench -out $(abspath $(BENCH_OUT)) $(LINKFLAG) $(SCALEBENCHARGS)
 
 ## cycle-compare: the uncontended Lock+Unlock cycle of the working tree against git revision REF
 ## (default HEAD~1), in one process, interleaved op by op (about 30 s): before and after in one run.

@@ -49,7 +49,7 @@ func (r *results) kindTargets() []target {
 // kindCols returns the columns of the contended tables (those of a case
 // of several processes) with the heads given, in that order.
 func kindCols(heads ...string) []metricCol {
-	all := contendedCols(contendedCase{Procs: 4})
+	all := contendedCols(contendedCase{Procs: 4}, 0)
 	out := make([]metricCol, len(heads))
 	for i, h := range heads {
 		out[i] = all[slices.IndexFunc(all, func(c metricCol) bool { return c.head == h })]

@@ -68,7 +68,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer srv.Stop()
-	res := &results{Started: srv.Started, Env: srv.Env, Libs: selected, Opts: o}
+	res := &results{Started: srv.Started, Env: srv.Env, Link: srv.Link, Libs: selected, Opts: o}
 
 	log.Printf("uncontended: %d rounds × %d cycles per library", o.Rounds, o.Cycles)
 	if res.Uncontended, err = runUncontended(ctx, srv.Server, selected, o.Rounds, o.Cycles); err != nil {
@@ -85,9 +85,15 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	if o.contended {
+		cpu0, linkCPU0, t0 := harness.ProcessCPU(), srv.LinkCPU(), time.Now()
 		res.Contended = harness.Matrix(cases, selected, func(c contendedCase, lib libs.Library) *runStats {
 			return runCase(ctx, srv.Server, lib, c, o)
 		})
+		// The coordinator's CPU over the contended runs (starting workers,
+		// INFO, the analysis) and the link process's, which every byte of
+		// the workers crosses.
+		log.Printf("contended: coordinator CPU %s, link process CPU %s (link %s) in %.1f s",
+			harness.ProcessCPU()-cpu0, srv.LinkCPU()-linkCPU0, srv.Link.Profile, time.Since(t0).Seconds())
 	}
 	res.Elapsed = srv.Elapsed()
 	return writeReport(res, o.Output())

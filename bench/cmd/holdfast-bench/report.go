@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/bench/internal/libs"
+	"github.com/holdfast-go/holdfast/bench/internal/link"
 	"github.com/holdfast-go/holdfast/bench/internal/plotting"
 	"github.com/holdfast-go/holdfast/bench/internal/report"
 	"github.com/holdfast-go/holdfast/bench/internal/stats"
@@ -16,6 +17,7 @@ type results struct {
 	Started     time.Time
 	Elapsed     time.Duration
 	Env         report.Facts
+	Link        link.Info
 	Libs        []libs.Library
 	Opts        options
 	Uncontended []*uncontendedStats
@@ -107,7 +109,19 @@ func durCol(head string, f func(*runStats) (time.Duration, bool)) metricCol {
 	}
 }
 
-func contendedCols(c contendedCase) []metricCol {
+// fifoFloor is the least waiter wait a FIFO lock can give in case c over a
+// link whose PING p50 is ping (0: unknown): a waiter among the P·G
+// goroutines waits for the P·G − 1 others, each holding for the critical
+// section and handing off, and a hand-off to another process is at least a
+// publish delivery plus one round trip (an acquisition), taken as 1.5 ×
+// PING p50.
+func fifoFloor(c contendedCase, ping time.Duration) time.Duration {
+	return time.Duration(c.Total()-1) * (c.CS + ping*3/2)
+}
+
+// contendedCols returns the columns of case c's table; ping is the PING
+// p50 through the run's link, for the FIFO floor (see fifoFloor).
+func contendedCols(c contendedCase, ping time.Duration) []metricCol {
 	f2 := func(v float64) string { return fmt.Sprintf("%.2f", v) }
 	cols := []metricCol{
 		{head: "acq/s", value: func(rs *runStats) (float64, bool) { return rs.AcqPerSec, true },
@@ -130,6 +144,18 @@ func contendedCols(c contendedCase) []metricCol {
 		}),
 		durCol("waiter wait p50", func(rs *runStats) (time.Duration, bool) { return rs.Wait.P(0.5), rs.Wait.N() > 0 }),
 		durCol("waiter wait p99", func(rs *runStats) (time.Duration, bool) { return rs.Wait.P(0.99), rs.Wait.N() > 0 }),
+		metricCol{head: "FIFO floor", text: func(*runStats) string {
+			if ping <= 0 {
+				return "—"
+			}
+			return report.Duration(fifoFloor(c, ping))
+		}},
+		metricCol{head: "wait p99 ÷ floor", text: func(rs *runStats) string {
+			if ping <= 0 || rs.Wait.N() == 0 {
+				return "—"
+			}
+			return report.DurationRatio(rs.Wait.P(0.99), fifoFloor(c, ping)) + "×"
+		}},
 		metricCol{head: "waiters / Lock calls", text: func(rs *runStats) string {
 			return fmt.Sprintf("%d / %d", rs.Wait.N(), rs.Calls)
 		}},
@@ -165,6 +191,7 @@ func ratioCell(hv, pv float64, peer string) string {
 func renderMarkdown(r *results, plots []plotting.Ref) string {
 	var b report.MD
 	b.WriteString(report.Header("Performance", "`bench/cmd/holdfast-bench` (`make bench-docs`)", r.Started, r.Elapsed, r.Opts.Quick))
+	b.P("\n%s.\n\n", r.Link.Line())
 	b.P("The machine is small (2 cores) and shared: absolute numbers drift from run to run, so every target is a ratio " +
 		"measured in the same run, libraries interleaved (each case starts with another library).\n\n")
 
@@ -215,6 +242,7 @@ func renderMarkdown(r *results, plots []plotting.Ref) string {
 		"(`time.Sleep` of 0 or 1 ms; 0 means none), `Unlock`. Every contended case runs in worker processes (the binary re-executes itself), "+
 		"one `Instance` (client) per process shared by its goroutines. A run has a %s warm-up and a %s measured window; "+
 		"at the window's end waiting `Lock` calls are cancelled.\n", r.Opts.Timeout, r.Opts.Warmup, r.Opts.Duration)
+	b.WriteString("- **Link** (`-link`; `make bench LINK=…`): what lies between every client of the run (the coordinator's and every worker process's, pub/sub connections included, every library alike) and the private redis-server. `loopback`: direct TCP on 127.0.0.1 (PING 20–60 µs). `proxy`: a TCP proxy (`bench/internal/link`) in a process of its own (the tool's binary re-executed, so that its CPU time and allocations stay out of the coordinator's) that forwards each connection with no added delay (PING some 15–20 µs more). `slow` and `slower`: the same proxy delaying every chunk of bytes by 1 ms or 2 ms in each direction (PING about 2.3 ms and 4.5 ms). Per connection and direction a reader goroutine stamps each chunk it reads with its due time (read time + delay) and queues it, and a writer goroutine sleeps on one timer until the queue's head is due, then writes every chunk that is due in one write: bytes keep their order, and a pipeline of requests crosses the link in one delay, not one per request. Timers on this machine end on about whole milliseconds plus 0.1–0.2 ms and the kernel has no `netem`, so no delaying profile is faster than about 2.3 ms per round trip (and 2.5 ms each way would take 3.2). The proxy never spins or polls: it costs a read, a write and at most one timer per chunk, and the wake-ups of an otherwise idle process: over the contended runs of a short 4 × 4, 1 ms run it used about 7–9 % of one core (180–240 ms of CPU in 2.6 s), some 25 µs per chunk forwarded without delay and 75 µs with one; the coordinator's own CPU stayed as on loopback. The header gives the profile and the PING p50 and p99 through the link (200 PINGs, one at a time, on one go-redis client at the start of the run).\n")
 	b.P("- **Timestamps**: `CLOCK_MONOTONIC` read with `clock_gettime` (`golang.org/x/sys/unix`), comparable across processes.\n")
 	b.P("- **Failed / pending Lock calls**: calls that returned an error in the window (deadline or library error) / calls still waiting at its end.\n")
 	b.P("- **acq/s**: acquisitions whose `Lock` returned in the window ÷ window length.\n")
@@ -228,6 +256,11 @@ func renderMarkdown(r *results, plots []plotting.Ref) string {
 		"holder's `Lock` return and `Unlock` return), or another acquisition returned between the call and its return, or the call did not " +
 		"acquire. *waiters / Lock calls* gives their share. The classification uses only the harness's timestamps, so it treats every library alike; " +
 		"a call that hits its deadline counts with its full wait.\n")
+	b.P("- **FIFO floor**, **wait p99 ÷ floor**: the least waiter wait p99 a first-come-first-served lock can give over this run's link " +
+		"(its PING p50 in the header): a waiter among the P·G goroutines waits for the P·G − 1 ahead of it, each holding for the critical section h " +
+		"and handing off; an acquisition costs at least one round trip (PING p50) and a hand-off to another process at least a publish delivery " +
+		"plus one round trip, taken as 1.5 × PING p50. Floor = (P·G − 1) · (h + 1.5 × PING p50). A lock that lets releasers re-acquire " +
+		"(barging) can beat it on average but not for its unlucky waiters; the ratio says how far a library's tail is from the FIFO bound.\n")
 	b.P("- **Release → waiter**: for every `Unlock` return while other goroutines had `Lock` calls waiting, the time until one of " +
 		"*those* goroutines' `Lock` returns, however often the lock changed hands (or went back to the releaser) in between; " +
 		"censored at the window's end. Where nobody barges it equals the hand-off; with polling it shows the cost of the poll interval " +
@@ -381,7 +414,7 @@ func renderCase(b *report.MD, r *results, c contendedCase) {
 		procs = fmt.Sprintf("%d processes", c.Procs)
 	}
 	b.P("\n#### %d × %d goroutines (%s), %d ms\n\n", c.Procs, c.Goroutines, procs, c.CS.Milliseconds())
-	cols := contendedCols(c)
+	cols := contendedCols(c, r.Link.PingP50)
 	b.P("| library |")
 	for _, col := range cols {
 		b.P(" %s |", col.head)
@@ -541,17 +574,19 @@ func (r *results) summary() any {
 	type con struct {
 		*runStats
 		Handoff, HandoffCrossProcess, ReleaseToWaiter, Wait stats.Summary
+		FIFOFloor                                           time.Duration
 	}
 	out := struct {
 		Started     time.Time
 		Elapsed     time.Duration
 		Env         report.Facts
+		Link        link.Info
 		Targets     []target
 		KindTargets []target
 		Uncontended []unc
 		ReadLock    []thr
 		Contended   []con
-	}{Started: r.Started, Elapsed: r.Elapsed, Env: r.Env, Targets: r.targets(), KindTargets: r.kindTargets()}
+	}{Started: r.Started, Elapsed: r.Elapsed, Env: r.Env, Link: r.Link, Targets: r.targets(), KindTargets: r.kindTargets()}
 	for _, t := range r.ReadLock {
 		out.ReadLock = append(out.ReadLock, thr{t, t.Cycle.Summary()})
 	}
@@ -559,7 +594,7 @@ func (r *results) summary() any {
 		out.Uncontended = append(out.Uncontended, unc{u, u.Lat.Summary()})
 	}
 	for _, c := range r.Contended {
-		out.Contended = append(out.Contended, con{c, c.Handoff.Summary(), c.HandoffX.Summary(), c.ReleaseToWaiter.Summary(), c.Wait.Summary()})
+		out.Contended = append(out.Contended, con{c, c.Handoff.Summary(), c.HandoffX.Summary(), c.ReleaseToWaiter.Summary(), c.Wait.Summary(), fifoFloor(c.Case, r.Link.PingP50)})
 	}
 	return out
 }

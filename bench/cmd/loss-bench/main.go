@@ -28,7 +28,6 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/bench/internal/cli"
-	"github.com/holdfast-go/holdfast/bench/internal/redisserver"
 	"github.com/holdfast-go/holdfast/bench/internal/report"
 	"github.com/redis/go-redis/v9"
 )
@@ -54,7 +53,7 @@ func main() {
 
 func run(ctx context.Context, o options) error {
 	started := time.Now()
-	srv, err := redisserver.Start(ctx, o.RedisBin)
+	srv, err := cli.StartServer(&o.Flags)
 	if err != nil {
 		return err
 	}
@@ -79,7 +78,7 @@ func run(ctx context.Context, o options) error {
 	if r.cycle, err = cycles(ctx, srv.Addr, o); err != nil {
 		return fmt.Errorf("uncontended cycle: %w", err)
 	}
-	md := r.markdown(o, srv.Version(), started)
+	md := r.markdown(o, srv, started)
 	path, err := o.Output().Write("loss.md", md)
 	if err != nil {
 		return err
@@ -97,9 +96,10 @@ type results struct {
 }
 
 // markdown renders the report.
-func (r results) markdown(o options, version string, started time.Time) string {
+func (r results) markdown(o options, srv *cli.Server, started time.Time) string {
 	s := report.Header("Loss detection", "`make bench-loss` (bench/cmd/loss-bench)", started.UTC(), time.Since(started), o.Quick)
-	s += "\n" + report.Machine(version, o.RedisBin).Table()
+	s += "\n" + srv.Link.Line() + ".\n"
+	s += "\n" + srv.Env.Table()
 	s += detectionTable(r.detect, o)
 	s += costTable(r.costs, o)
 	s += cycleTable(r.cycle, o)

@@ -39,6 +39,7 @@ import (
 	"github.com/holdfast-go/holdfast/bench/internal/cli"
 	"github.com/holdfast-go/holdfast/bench/internal/harness"
 	"github.com/holdfast-go/holdfast/bench/internal/libs"
+	"github.com/holdfast-go/holdfast/bench/internal/link"
 	"github.com/holdfast-go/holdfast/bench/internal/report"
 )
 
@@ -98,6 +99,7 @@ type results struct {
 	Started  time.Time      `json:"started"`
 	Elapsed  time.Duration  `json:"elapsed"`
 	Env      report.Facts   `json:"env"`
+	Link     link.Info      `json:"link"`
 	Libs     []libs.Library `json:"-"`
 	Quick    bool           `json:"quick"`
 	Opts     options        `json:"-"`
@@ -118,7 +120,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer srv.Stop()
-	res := &results{Started: srv.Started, Env: srv.Env, Libs: selected, Quick: o.Quick, Opts: o}
+	res := &results{Started: srv.Started, Env: srv.Env, Link: srv.Link, Libs: selected, Quick: o.Quick, Opts: o}
 	if slices.Contains(curves, curveProcs) {
 		log.Printf("processes on one lock: %d points × %d libraries, %s windows", len(procCurve()), len(selected), o.Duration)
 		res.Procs = runCurve(ctx, srv.Server, selected, procCurve(), o)

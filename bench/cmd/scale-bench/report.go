@@ -72,6 +72,7 @@ func renderSection(r *results, plots map[string]plotting.Ref) string {
 	b.P("The machine has 2 cores and is shared with other work (%s): absolute figures drift from run to run; the shapes of the curves are the point. ", r.cpuFact())
 	b.P("Each library with the settings of [Libraries and settings](performance.md#libraries-and-settings); holdfast is its `Mutex`.\n")
 	b.WriteString(report.QuickNote(r.Quick))
+	b.P("\n%s.\n", r.Link.Line())
 	r.renderBends(&b)
 	r.renderProcs(&b, plots)
 	r.renderNames(&b, plots)

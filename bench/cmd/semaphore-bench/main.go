@@ -71,7 +71,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer srv.Stop()
-	res := &results{Started: srv.Started, Opts: o, Libs: selected, Env: srv.Env.Without("OS"),
+	res := &results{Started: srv.Started, Opts: o, Libs: selected, Env: srv.Env.Without("OS"), Link: srv.Link,
 		Contended: map[string]*runStats{}, Monitored: map[string]*runStats{}}
 
 	log.Printf("uncontended: %d rounds × %d cycles per row", o.Rounds, o.Cycles)

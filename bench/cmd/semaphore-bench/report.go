@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/bench/internal/harness"
+	"github.com/holdfast-go/holdfast/bench/internal/link"
 	"github.com/holdfast-go/holdfast/bench/internal/report"
 	"github.com/holdfast-go/holdfast/bench/internal/sems"
 	"github.com/holdfast-go/holdfast/bench/internal/stats"
@@ -20,6 +21,7 @@ type results struct {
 	Opts        options
 	Libs        []sems.Library
 	Env         report.Facts
+	Link        link.Info
 	Uncontended []*uncRow
 	// Contended: the rounds without MONITOR, merged per library;
 	// Monitored: the MONITOR round.
@@ -257,6 +259,7 @@ func renderMarkdown(r *results) string {
 	o := r.Opts
 	b.WriteString(report.Header("Semaphore benchmarks", "`bench/cmd/semaphore-bench` (`make bench-semaphore`, part of `make bench`)",
 		r.Started, r.Elapsed, o.Quick))
+	b.P("\n%s.\n", r.Link.Line())
 	b.P("\nThe machine is small (2 cores) and shared by the redis-server, the worker processes and the coordinator: absolute numbers drift " +
 		"from run to run, so compare within this report, where every figure comes from the same run and the libraries are interleaved. " +
 		"Other work on the machine shows in the load average at start (*Machine*).\n")
@@ -338,11 +341,12 @@ func (r *results) summary() any {
 		Started     time.Time
 		Elapsed     time.Duration
 		PingP50     time.Duration
+		Link        link.Info
 		Uncontended []unc
 		Contended   []con
 		Monitored   []con
 		Targets     []target
-	}{Started: r.Started, Elapsed: r.Elapsed, PingP50: r.pingP50(), Targets: r.targets()}
+	}{Started: r.Started, Elapsed: r.Elapsed, PingP50: r.pingP50(), Link: r.Link, Targets: r.targets()}
 	for _, u := range r.Uncontended {
 		out.Uncontended = append(out.Uncontended, unc{u.Name, u.Lat.Summary(), u.RT, u.Cmds, u.Scr, u.Alloc})
 	}

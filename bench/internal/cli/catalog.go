@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/bench/internal/libs"
+	"github.com/holdfast-go/holdfast/bench/internal/link"
 	"github.com/holdfast-go/holdfast/bench/internal/redisserver"
 	"github.com/holdfast-go/holdfast/bench/internal/report"
 	"github.com/holdfast-go/holdfast/bench/internal/sems"
@@ -79,33 +80,96 @@ func (c Catalog[T]) hint() string {
 	return "have " + strings.Join(c.AllNames(), ", ")
 }
 
-// Server is a command's private redis-server, with when the run started
-// and the facts of the machine (report.Machine) for its report.
+// Server is a command's private redis-server, with when the run started,
+// the facts of the machine (report.Machine) and the link (-link) for its
+// report. Its Addr is the address every client of the run dials: the
+// link's proxy, if the profile has one (see link), else the server's.
 type Server struct {
 	*redisserver.Server
 	// Started is the run's start (UTC), Env the machine.
 	Started time.Time
 	Env     report.Facts
+	// Link is the link profile and the PING measured through it at the
+	// start; Direct is the redis-server's own address.
+	Link   link.Info
+	Direct string
 
 	start time.Time
+	proxy *link.Process
+}
+
+// Stop ends the link's proxy process, if any (logging what it forwarded
+// and its CPU time), and stops the server.
+func (s *Server) Stop() {
+	if s.proxy != nil {
+		if err := s.proxy.Close(); err != nil {
+			log.Printf("link process: %v", err)
+		}
+		log.Printf("link %s: %d chunks, %d bytes forwarded; link process CPU %s",
+			s.Link.Profile, s.proxy.Chunks, s.proxy.Bytes, s.proxy.CPU().Round(time.Millisecond))
+	}
+	s.Server.Stop()
+}
+
+// LinkCPU returns the CPU time the link's proxy process has used so far
+// (10 ms steps; 0 without a proxy).
+func (s *Server) LinkCPU() time.Duration {
+	if s.proxy == nil {
+		return 0
+	}
+	return s.proxy.CPU()
+}
+
+// linkPings is how many PINGs StartServer sends through the link.
+const linkPings = 200
+
+// StartServer starts a private redis-server from f.RedisBin (see
+// redisserver.Start) behind the link f.Link, measures PING through the
+// link and logs both. The link's proxy runs in a process of its own (the
+// binary re-executed, see link.StartProcess), so that its CPU time and
+// allocations stay out of the coordinator's. The caller stops the server.
+func StartServer(f *Flags) (*Server, error) {
+	start := time.Now()
+	prof, err := link.Lookup(f.Link)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := redisserver.Start(context.Background(), f.RedisBin)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Server: srv, Started: start.UTC(), Env: report.Machine(srv.Version(), f.RedisBin), Direct: srv.Addr, start: start}
+	if prof.Proxy {
+		if s.proxy, err = link.StartProcess(srv.Addr, prof.Delay); err != nil {
+			srv.Stop()
+			return nil, fmt.Errorf("link %s: %w", prof.Name, err)
+		}
+		srv.Addr = s.proxy.Addr()
+	}
+	if s.Link, err = link.Measure(context.Background(), prof, srv.Addr, linkPings); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	s.Env = append(s.Env, report.Fact{Name: "Link", Value: s.Link.About})
+	log.Printf("redis-server %s on %s; %s", srv.Version(), s.Direct, s.Link.Line())
+	return s, nil
 }
 
 // Elapsed returns the time since the run started.
 func (s *Server) Elapsed() time.Duration { return time.Since(s.start) }
 
 // Start begins a command's run: it selects the members of c named in
-// f.LibNames (see Select), starts a private redis-server from f.RedisBin
-// (see redisserver.Start) and logs both. The caller stops the server.
+// f.LibNames (see Select), starts a private redis-server behind its link
+// (see StartServer) and logs both. The caller stops the server.
 func Start[T any](f *Flags, c Catalog[T]) ([]T, *Server, error) {
-	start := time.Now()
 	selected, err := c.Select(f.LibNames)
 	if err != nil {
 		return nil, nil, err
 	}
-	srv, err := redisserver.Start(context.Background(), f.RedisBin)
+	srv, err := StartServer(f)
 	if err != nil {
 		return nil, nil, err
 	}
-	log.Printf("redis-server %s on %s; %s: %s", srv.Version(), srv.Addr, c.Many, strings.Join(c.Names(selected), ", "))
-	return selected, &Server{Server: srv, Started: start.UTC(), Env: report.Machine(srv.Version(), f.RedisBin), start: start}, nil
+	log.Printf("%s: %s", c.Many, strings.Join(c.Names(selected), ", "))
+	return selected, srv, nil
 }

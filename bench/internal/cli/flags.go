@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/holdfast-go/holdfast/bench/internal/harness"
+	"github.com/holdfast-go/holdfast/bench/internal/link"
 	"github.com/holdfast-go/holdfast/bench/internal/report"
 )
 
@@ -26,6 +27,9 @@ type Flags struct {
 	Quick    bool
 	RedisBin string
 	JSON     string
+	// Link is the link profile between every client and the redis-server
+	// (-link: loopback, proxy, slow, slower; see link.Profiles).
+	Link string
 	// Duration and Warmup are the measured window of each contended run and
 	// its unmeasured start, Timeout the deadline of each acquire call,
 	// LibNames the comma-separated choice of libraries (Contended).
@@ -38,12 +42,16 @@ type Flags struct {
 	defaults []func() // set what is still zero after parsing
 }
 
-// Setup sets the log up for the command name (no time stamps, the name as
-// the prefix) and, in a worker process (harness.ServeWorker), serves the
+// Setup, in a link process (link.ServeProcess), serves the link and exits.
+// Otherwise it sets the log up for the command name (no time stamps, the
+// name as the prefix) and, in a worker process (harness.ServeWorker), serves the
 // run with serve and exits. Otherwise it registers -out (out says what the
-// directory is for), -quick (quick says what it shortens), -redis-server
-// and, unless json is empty, -json (json says what is written).
+// directory is for), -quick (quick says what it shortens), -redis-server,
+// -link and, unless json is empty, -json (json says what is written).
 func (f *Flags) Setup(name, out, quick, json string, serve func(harness.Config) error) {
+	if link.ServeProcess() {
+		os.Exit(0)
+	}
 	log.SetFlags(0)
 	log.SetPrefix(name + ": ")
 	if serve != nil && harness.ServeWorker(serve) {
@@ -52,6 +60,8 @@ func (f *Flags) Setup(name, out, quick, json string, serve func(harness.Config) 
 	flag.StringVar(&f.Out, "out", "out", "directory for "+out)
 	flag.BoolVar(&f.Quick, "quick", false, "short run: "+quick)
 	flag.StringVar(&f.RedisBin, "redis-server", "", "redis-server binary (default: from PATH, else /usr/bin/redis-server)")
+	flag.StringVar(&f.Link, "link", "loopback", "link between the clients and redis-server: loopback (direct), proxy (forwarding proxy, no added delay), "+
+		"slow (proxy adding 1 ms each way, PING about 2.3 ms), slower (2 ms each way, PING about 4.5 ms)")
 	if json != "" {
 		flag.StringVar(&f.JSON, "json", "", "also write the "+json+" as JSON to this file")
 	}

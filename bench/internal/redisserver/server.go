@@ -19,7 +19,8 @@ import (
 
 // Server is a running redis-server owned by the benchmark.
 type Server struct {
-	// Addr is the server's host:port on 127.0.0.1.
+	// Addr is the address clients dial: the server's host:port on
+	// 127.0.0.1, or a link's in front of it (cli.StartServer).
 	Addr    string
 	cmd     *exec.Cmd
 	done    chan struct{}
