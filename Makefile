@@ -38,10 +38,11 @@ GOFILES = $(shell find . -name '*.go' -not -path './.git/*' -not -path '*/testda
 wake-table: setup
 	cd integration && $(GO) test -count=1 -run '^$$' -bench OutsideEnd -benchtime 1x .
 
-.PHONY: wake-table test lint fmt-check vet vet-containers test-root test-integration test-otel test-fips setup servers test-servers release-check bench bench-semaphore bench-loss bench-scale cycle-compare bench-docs soak chaos partition fuzz
+.PHONY: wake-table test lint fmt-check vet vet-containers test-root test-integration test-otel test-fips test-bench setup servers test-servers release-check bench bench-semaphore bench-loss bench-scale cycle-compare bench-docs soak chaos partition fuzz
 
 ## test: the CI test command: setup (installs redis-server when missing), lint, then race
-## tests of both modules. One command on a fresh clone; setup is quick and silent but for
+## tests of every module but bench (root, integration, redistest, the otel, gocron and asynq
+## modules, examples/otel). One command on a fresh clone; setup is quick and silent but for
 ## one line when redis-server is there. scripts/test.sh runs `go test -json` in each module
 ## through scripts/testsum, which prints the output of what failed and closes with one line
 ## for all modules: "N passed, N failed, N skipped" (non-zero exit when anything failed).
@@ -71,6 +72,11 @@ vet:
 vet-containers:
 	cd integration/redistest/containers && $(GO) vet ./...
 	cd integration/redistest && $(GO) test -tags containers -count=1 -run TestContainerFallbackBuild .
+
+## test-bench: vet the bench module and run its unit tests (the shared harness, the link's
+## proxy, the report writer; about 30 s, most of it building the peer libraries). In .ci/run.
+test-bench:
+	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 ## test-root, test-integration: the tests of one module, summarised the same way.
 test-root:
