@@ -49,7 +49,7 @@ func skewedLockers(t *testing.T, minHold time.Duration) (*ticks, []int64) {
 
 // minHoldForTest is the minimum hold of TestSkewedSchedulersRunEachTickOnce:
 // 500 ms, or $HOLDFASTGOCRON_MINHOLD (HOLDFASTGOCRON_MINHOLD=0 makes the
-// Locker a plain lock, and the test fails: gocron issue #841).
+// Locker a plain lock, and the test fails: gocron's time-splay bug).
 func minHoldForTest(t *testing.T) time.Duration {
 	d := 500 * time.Millisecond
 	if v := os.Getenv("HOLDFASTGOCRON_MINHOLD"); v != "" {
@@ -73,11 +73,12 @@ func TestSkewedSchedulersRunEachTickOnce(t *testing.T) {
 	}
 }
 
-// TestIssue841PlainLockRunsTicksTwice reproduces gocron issue #841 with a
-// plain lock (minimum hold 0: released when the run ends): the first
+// TestGocronTimeSplayPlainLockRunsTicksTwice reproduces gocron's time-splay
+// bug (https://github.com/go-co-op/gocron/issues/841) with a plain lock
+// (minimum hold 0: released when the run ends): the first
 // scheduler runs the fast job and releases, the second, 80 ms later, takes
 // the lock and runs the same tick again.
-func TestIssue841PlainLockRunsTicksTwice(t *testing.T) {
+func TestGocronTimeSplayPlainLockRunsTicksTwice(t *testing.T) {
 	rec, common := skewedLockers(t, 0)
 	twice := 0
 	for _, tick := range common {

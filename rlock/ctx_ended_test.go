@@ -1,6 +1,6 @@
 package rlock
 
-// Issue 37, item 6: a wait ended by its ctx always says so (gaveUp), at
+// A wait ended by its ctx always says so (gaveUp), at
 // whatever point it ends, with ctx's own error from go-redis or an i/o
 // timeout at the deadline ctx gave a socket.
 
