@@ -207,7 +207,13 @@ func TestNetCutOneWay(t *testing.T) {
 	pc, rc := p.Client(t), r.Client(t)
 	ctx := context.Background()
 	// In sync, as the primary sees it: after a diskless sync the primary streams to
-	// the replica only once it has its first REPLCONF ACK.
+	// the replica only once it has its first REPLCONF ACK. k0 is written once the
+	// replica is online: written before its sync, it would travel in the RDB, the
+	// stream's offset would stay 0 until the primary's first PING to its replicas
+	// (repl-ping-replica-period, 10 s), and caughtUp would wait for that.
+	require.Eventually(t, func() bool {
+		return strings.Contains(info(t, pc, "replication")["slave0"], "state=online")
+	}, 10*time.Second, 20*time.Millisecond, "the replica is online")
 	require.NoError(t, pc.Set(ctx, "k0", "v0", 0).Err())
 	require.Eventually(t, func() bool { return caughtUp(t, pc) }, 10*time.Second, 20*time.Millisecond)
 
