@@ -2,6 +2,7 @@ package rlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -97,9 +98,11 @@ func (s *Semaphore) acquire(ctx context.Context, n int64, wait bool, deadline ti
 	}
 	c := s.o.c
 	if !wait || !c.permits.queued(s.o.name) {
-		r, err := s.take(ctx, s.o.request(), n)
+		req := s.o.request()
+		r, err := s.take(ctx, req, n)
 		switch {
 		case err != nil:
+			s.settleTake(ctx, req, n, err)
 			return gaveUp(ctx, s.o.name, true, s.o.wrap(err))
 		case r > 0:
 			return nil
@@ -129,6 +132,25 @@ func (s *Semaphore) take(ctx context.Context, req lua.Request, wants ...int64) (
 		n += w
 	}
 	return r, s.o.notReplicated("", acked, s.undo(ctx, n))
+}
+
+// settleTake gives back the n permits that the caller's own attempt, request
+// req, may have taken though it failed with err: a round trip cut short (its
+// ctx's deadline on the socket, a lost connection) may have run. It reads the
+// request's record (lua.Recorded, which also claims a request that has not
+// run, so that a late execution takes nothing) and, when the attempt served
+// the caller, undoes it. An error reply, or a refusal by the replicas (take
+// undid it), took nothing to give back.
+func (s *Semaphore) settleTake(ctx context.Context, req lua.Request, n int64, err error) {
+	if isReply(err) || errors.Is(err, ErrNotReplicated) {
+		return
+	}
+	rctx, cancel := s.o.c.releaseContext(ctx)
+	v, ran, rerr := lua.Recorded(rctx, s.o.c.rdb, req)
+	cancel()
+	if rerr == nil && ran && v > 0 {
+		_ = s.undo(ctx, n)
+	}
 }
 
 // undo gives back n permits that an acquisition took but must not keep, in a
